@@ -1,0 +1,183 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/seed7fbd42b6/ratelimit/bucket"
+)
+
+// ErrClosed is set on the items of a message a stopped partition could not
+// take.
+var ErrClosed = errors.New("actor: partition stopped")
+
+// BucketID names one bucket.
+type BucketID struct {
+	Name, Key string
+	Shard     uint32
+}
+
+// Op is what a member asks of its buckets.
+type Op uint8
+
+const (
+	OpTake   Op = iota // take Count tokens (grant or deny)
+	OpCheck            // decide as OpTake, write nothing
+	OpCredit           // give Count tokens back, capped at capacity
+)
+
+// Item is one bucket a call touches.
+type Item struct {
+	ID    BucketID
+	Lim   *bucket.Limit
+	Phase int64 // fixed-window phase
+	Part  int32 // owning partition
+
+	member int32 // index of the member this item serves
+	second bool  // the member's B item
+	canon  int32 // index of the first item with the same ID (atomic calls)
+	wrote  bool
+
+	State  bucket.State // loaded or prepared state, updated by grants
+	Exists bool         // State came from the map, not Fresh
+	Write  bool         // State is to be stored
+	Err    error        // why this item could not be decided or stored
+}
+
+// Member is one decision of a call.
+type Member struct {
+	Op      Op
+	Count   float64
+	Reserve bool
+	A, B    int32 // item indexes; B < 0 for one bucket
+
+	OK         bool
+	RetryAfter int64
+}
+
+// Call is one caller's request; see the package doc. Calls are pooled: get
+// them with NewCall and return them with Release.
+type Call struct {
+	Items   []Item
+	Members []Member
+	// Atomic: grant every member or none. Otherwise members are decided
+	// independently, in order.
+	Atomic bool
+	// Now is the time a coordinator-decided call was decided at.
+	Now int64
+
+	fn        func(*Partition) // for Run
+	ranges    []span
+	done      chan struct{}
+	remaining atomic.Int32
+	state     atomic.Int32
+	cancel    bool // a single-message call: may be abandoned
+}
+
+type span struct{ part, lo, hi int32 }
+
+const (
+	stateQueued int32 = iota
+	stateClaimed
+	stateDone
+	stateAbandoned
+)
+
+var callPool = sync.Pool{New: func() any { return &Call{done: make(chan struct{}, 1)} }}
+
+// NewCall returns an empty call.
+func NewCall() *Call { return callPool.Get().(*Call) }
+
+// Release returns c to the pool. It must not be used afterwards, and must
+// not be released if Wait reported it abandoned.
+func (c *Call) Release() {
+	clear(c.Items) // drop string references
+	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
+	c.Atomic, c.Now, c.fn, c.cancel = false, 0, nil, false
+	callPool.Put(c)
+}
+
+// AddItem appends an item serving member m (as its A item, or B if second;
+// m < 0 for an item that serves no member) and returns its index.
+func (c *Call) AddItem(it Item, m int32, second bool) int32 {
+	it.member, it.second = m, second
+	it.canon = int32(len(c.Items))
+	c.Items = append(c.Items, it)
+	return int32(len(c.Items) - 1)
+}
+
+// ItemErr returns the first error among the items of member m.
+func (c *Call) ItemErr(m int) error {
+	mem := &c.Members[m]
+	if err := c.Items[mem.A].Err; err != nil {
+		return err
+	}
+	if mem.B >= 0 {
+		return c.Items[mem.B].Err
+	}
+	return nil
+}
+
+// FirstErr returns the first error among all items.
+func (c *Call) FirstErr() error {
+	for i := range c.Items {
+		if c.Items[i].Err != nil {
+			return c.Items[i].Err
+		}
+	}
+	return nil
+}
+
+// begin readies c for a phase of n messages.
+func (c *Call) begin(n int) {
+	c.remaining.Store(int32(n))
+	c.state.Store(stateQueued)
+}
+
+// partDone finishes one message of the current phase.
+func (c *Call) partDone() {
+	if c.remaining.Add(-1) != 0 {
+		return
+	}
+	if c.state.Swap(stateDone) == stateAbandoned {
+		c.Release() // its caller left; the call is ours to recycle
+		return
+	}
+	c.done <- struct{}{}
+}
+
+// claim is called by a partition before it acts on a cancelable call; false
+// means the caller gave up first and nothing may be done.
+func (c *Call) claim() bool {
+	return !c.cancel || c.state.CompareAndSwap(stateQueued, stateClaimed) ||
+		c.state.Load() == stateClaimed // rerun after being parked
+}
+
+// wait blocks until the current phase is done. A cancelable call returns
+// ctx's error if ctx ends first; the call then belongs to the partitions and
+// must not be released by the caller.
+func (c *Call) wait(ctx context.Context) error {
+	stop := ctx.Done()
+	if stop == nil || !c.cancel {
+		<-c.done
+		return nil
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-stop:
+	}
+	for {
+		switch s := c.state.Load(); s {
+		case stateQueued, stateClaimed:
+			if c.state.CompareAndSwap(s, stateAbandoned) {
+				return ctx.Err()
+			}
+		default: // done: the signal is sent or about to be
+			<-c.done
+			return nil
+		}
+	}
+}

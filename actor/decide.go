@@ -1,0 +1,47 @@
+package actor
+
+// decideMember decides one member against its items' current states,
+// updating them (and marking them Write) on a grant that writes.
+func decideMember(c *Call, m *Member, now int64) {
+	a := &c.Items[c.Items[m.A].canon]
+	if m.B < 0 {
+		if m.Op == OpCredit {
+			a.State, a.Write = a.Lim.Credit(a.State, now, m.Count), true
+			m.OK, m.RetryAfter = true, 0
+			return
+		}
+		d := a.Lim.Take(a.State, now, m.Count, m.Reserve)
+		m.OK, m.RetryAfter = d.OK, d.RetryAfter
+		if d.OK && m.Op == OpTake {
+			a.State, a.Write = d.Next, true
+		}
+		return
+	}
+	b := &c.Items[c.Items[m.B].canon]
+	pr := a.Lim.TakeTwo(a.State, b.State, now, m.Count, m.Reserve)
+	m.OK, m.RetryAfter = pr.OK, pr.RetryAfter
+	if pr.OK && m.Op == OpTake {
+		if pr.WriteA {
+			a.State, a.Write = pr.A, true
+		}
+		if pr.WriteB {
+			b.State, b.Write = pr.B, true
+		}
+	}
+}
+
+// decideAll decides every member in order, each seeing the ones before it,
+// and reports whether all were granted. When not, nothing is to be written.
+func decideAll(c *Call, now int64) bool {
+	all := true
+	for i := range c.Members {
+		decideMember(c, &c.Members[i], now)
+		all = all && c.Members[i].OK
+	}
+	if !all {
+		for i := range c.Items {
+			c.Items[i].Write = false
+		}
+	}
+	return all
+}

@@ -1,0 +1,47 @@
+// Package actor runs the limiter's buckets on partitions: each partition is
+// one goroutine that owns a map of bucket states outright, so deciding never
+// takes a lock on the hot path. A bucket (name, key, shard) lives on
+// partition (Hash(name, key) + shard) mod N, so the shards of one limit sit
+// on different partitions and a hot global limit spreads over cores.
+//
+// # Calls and messages
+//
+// A Call is one caller's request: Items are the buckets it touches, Members
+// the decisions it asks for (one or two items each: two for a sharded limit's
+// power of two choices). The caller sends the call to the partitions that
+// own its items as messages and waits on the call's done channel, once per
+// phase; a partition drains every message queued since it last woke, reads
+// the clock once for the whole batch, and decides each message with the pure
+// arithmetic of package bucket.
+//
+// # The one acknowledgement point
+//
+// A grant is applied to the partition's map at once (so the next decision
+// sees it) and becomes a record of the bucket's absolute state. At the end of
+// the batch the partition hands all its records, with the messages that
+// wrote them, to the Log; the Log calls back once they are durable, and only
+// then are those messages finished and their callers released. In memory
+// mode the Log is a no-op that calls back at once: the same code path.
+// Messages that wrote nothing (denials, checks, reads) finish immediately;
+// they may rest on grants not yet durable, which can only under-admit.
+//
+// # Several buckets atomically
+//
+// A call whose items all live on one partition is decided there in one
+// step. Otherwise it runs two phases: prepare the partitions one at a time
+// in partition order, each holding the call's buckets and reporting their
+// states; decide on the caller's goroutine; then commit (store the new
+// states, release) or abort (release) everywhere. A held bucket is changed by
+// no one else: messages that touch it are parked, not blocked on, and rerun
+// when it is released. A partition's prepare holds all or none of its
+// buckets, and a call waits only on partitions after the ones it holds, so
+// waits form no cycle: no deadlock.
+//
+// # Cancellation
+//
+// A single-message call whose caller gives up before a partition has taken
+// it up is skipped: nothing is consumed. One already taken up may still be
+// granted (and, durably, committed) after its caller has been told the
+// context ended; that is conservative. Multi-phase calls observe
+// cancellation only between phases. No partition ever blocks on a caller.
+package actor

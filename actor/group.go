@@ -1,0 +1,208 @@
+package actor
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/seed7fbd42b6/ratelimit/bucket"
+)
+
+// Group is the set of partitions of one limiter. Its methods are safe for
+// concurrent use; Restore only before Start.
+type Group struct {
+	parts []*Partition
+	clock func() int64
+}
+
+// NewGroup makes n partitions sharing log and clock (Unix nanoseconds).
+func NewGroup(n int, log Log, clock func() int64) *Group {
+	g := &Group{parts: make([]*Partition, n), clock: clock}
+	for i := range g.parts {
+		g.parts[i] = newPartition(log, clock)
+	}
+	return g
+}
+
+// Start starts the partitions' goroutines.
+func (g *Group) Start() {
+	for _, p := range g.parts {
+		go p.run()
+	}
+}
+
+// Stop lets every partition finish the messages it has, then stops it.
+// Messages sent afterwards fail with ErrClosed.
+func (g *Group) Stop() {
+	for _, p := range g.parts {
+		p.stop()
+	}
+}
+
+// N is the number of partitions.
+func (g *Group) N() int { return len(g.parts) }
+
+// Route returns the partition of shard of the bucket whose (name, key)
+// hashes to hash: consecutive shards sit on consecutive partitions.
+func (g *Group) Route(hash uint64, shard uint32) int32 {
+	return int32((hash + uint64(shard)) % uint64(len(g.parts)))
+}
+
+// Restore puts a recovered state (or deletion) into its partition. Only
+// before Start.
+func (g *Group) Restore(id BucketID, part int32, s bucket.State, lim *bucket.Limit, del bool) {
+	p := g.parts[part]
+	if del {
+		delete(p.buckets, id)
+		return
+	}
+	p.buckets[id] = entry{s: s, lim: lim}
+}
+
+// Decide decides c's members. Results are in c.Members, errors in the
+// items (Call.ItemErr). A non-nil error means ctx ended first; abandoned
+// reports that c now belongs to the partitions and must not be released.
+func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error) {
+	if onePartition(c) {
+		c.cancel = true
+		c.begin(1)
+		if !g.parts[c.Items[0].Part].send(msg{call: c, kind: kindDecide, hi: int32(len(c.Items))}) {
+			g.failAll(c)
+			return false, nil
+		}
+		if err := c.wait(ctx); err != nil {
+			return true, err
+		}
+		return false, nil
+	}
+	g.group(c)
+	switch {
+	case !c.Atomic: // members of one item each: decided where they live
+		g.phase(c, kindDecide, c.ranges)
+	case !writes(c):
+		g.phase(c, kindPeek, c.ranges)
+		if c.FirstErr() == nil {
+			c.Now = g.clock()
+			decideAll(c, c.Now)
+		}
+	default:
+		return false, g.twoPhase(ctx, c)
+	}
+	return false, nil
+}
+
+// twoPhase prepares c's partitions one at a time in order, decides, then
+// commits or aborts everywhere.
+func (g *Group) twoPhase(ctx context.Context, c *Call) error {
+	for i := range c.ranges {
+		g.phase(c, kindPrepare, c.ranges[i:i+1])
+		if c.FirstErr() != nil {
+			g.phase(c, kindAbort, c.ranges[:i])
+			return nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		g.phase(c, kindAbort, c.ranges)
+		return err
+	}
+	c.Now = g.clock()
+	if decideAll(c, c.Now) {
+		g.phase(c, kindCommit, c.ranges)
+	} else {
+		g.phase(c, kindAbort, c.ranges)
+	}
+	return nil
+}
+
+// Peek fills the states of c's items (as stored, or fresh), holding none.
+func (g *Group) Peek(c *Call) {
+	g.group(c)
+	g.phase(c, kindPeek, c.ranges)
+}
+
+// Reset deletes c's items' buckets, durably.
+func (g *Group) Reset(c *Call) {
+	g.group(c)
+	g.phase(c, kindReset, c.ranges)
+}
+
+// Run runs fn on partition i's goroutine and waits for it; false if the
+// partition has stopped.
+func (g *Group) Run(i int, fn func(*Partition)) bool {
+	c := NewCall()
+	defer c.Release()
+	c.fn = fn
+	c.Items = append(c.Items, Item{}) // Run messages carry no bucket
+	g.phase(c, kindRun, []span{{part: int32(i), lo: 0, hi: 0}})
+	return c.Items[0].Err == nil
+}
+
+// phase sends kind for every span and waits for all of them.
+func (g *Group) phase(c *Call, k kind, spans []span) {
+	if len(spans) == 0 {
+		return
+	}
+	c.begin(len(spans))
+	for _, s := range spans {
+		if !g.parts[s.part].send(msg{call: c, kind: k, lo: s.lo, hi: s.hi}) {
+			for i := s.lo; i < s.hi; i++ {
+				c.Items[i].Err = ErrClosed
+			}
+			if s.lo == s.hi {
+				c.Items[0].Err = ErrClosed
+			}
+			c.partDone()
+		}
+	}
+	<-c.done
+}
+
+func (g *Group) failAll(c *Call) {
+	for i := range c.Items {
+		c.Items[i].Err = ErrClosed
+	}
+}
+
+func onePartition(c *Call) bool {
+	p := c.Items[0].Part
+	for i := 1; i < len(c.Items); i++ {
+		if c.Items[i].Part != p {
+			return false
+		}
+	}
+	return true
+}
+
+// group orders c's items by partition (and, for atomic calls, by bucket, so
+// duplicates are adjacent and share one canonical item), then recomputes
+// the members' item indexes and the per-partition spans.
+func (g *Group) group(c *Call) {
+	if c.Atomic {
+		slices.SortFunc(c.Items, func(a, b Item) int {
+			return cmp.Or(cmp.Compare(a.Part, b.Part), strings.Compare(a.ID.Name, b.ID.Name),
+				strings.Compare(a.ID.Key, b.ID.Key), cmp.Compare(a.ID.Shard, b.ID.Shard))
+		})
+	} else {
+		slices.SortStableFunc(c.Items, func(a, b Item) int { return cmp.Compare(a.Part, b.Part) })
+	}
+	c.ranges = c.ranges[:0]
+	for i := range c.Items {
+		it := &c.Items[i]
+		it.canon = int32(i)
+		if c.Atomic && i > 0 && c.Items[i-1].ID == it.ID {
+			it.canon = c.Items[i-1].canon
+		}
+		switch {
+		case it.member < 0: // a plain item (reads, resets)
+		case it.second:
+			c.Members[it.member].B = int32(i)
+		default:
+			c.Members[it.member].A = int32(i)
+		}
+		if n := len(c.ranges); n == 0 || c.ranges[n-1].part != it.Part {
+			c.ranges = append(c.ranges, span{part: it.Part, lo: int32(i), hi: int32(i)})
+		}
+		c.ranges[len(c.ranges)-1].hi = int32(i + 1)
+	}
+}

@@ -1,0 +1,197 @@
+package actor
+
+import (
+	"github.com/seed7fbd42b6/ratelimit/wal"
+)
+
+func (p *Partition) handle(m msg) {
+	c := m.call
+	if !c.claim() {
+		c.partDone() // abandoned before we took it: do nothing
+		return
+	}
+	switch m.kind {
+	case kindCommit:
+		p.commit(m)
+		return
+	case kindAbort:
+		p.release(m)
+		c.partDone()
+		return
+	case kindRun:
+		c.fn(p)
+		c.partDone()
+		return
+	}
+	if p.blocked(m) {
+		return
+	}
+	switch m.kind {
+	case kindDecide:
+		if p.failed != nil && writes(c) {
+			p.fail(m, p.failed)
+			return
+		}
+		p.decide(m)
+	case kindPrepare:
+		p.load(m, true)
+		c.partDone()
+	case kindPeek:
+		p.load(m, false)
+		c.partDone()
+	case kindReset:
+		if p.failed != nil {
+			p.fail(m, p.failed)
+			return
+		}
+		for i := m.lo; i < m.hi; i++ {
+			it := &c.Items[i]
+			delete(p.buckets, it.ID)
+			p.recs = append(p.recs, wal.Record{Name: it.ID.Name, Key: it.ID.Key, Shard: it.ID.Shard, Delete: true})
+			it.wrote = true
+		}
+		p.pending = append(p.pending, m)
+	}
+}
+
+// blocked parks m if one of its buckets is held by another call.
+func (p *Partition) blocked(m msg) bool {
+	if len(p.held) == 0 {
+		return false
+	}
+	for i := m.lo; i < m.hi; i++ {
+		id := m.call.Items[i].ID
+		if owner, ok := p.held[id]; ok && owner != m.call {
+			p.parked[id] = append(p.parked[id], m)
+			return true
+		}
+	}
+	return false
+}
+
+// load fills the items' states from the map, holding them if hold is set.
+func (p *Partition) load(m msg, hold bool) {
+	c := m.call
+	for i := m.lo; i < m.hi; i++ {
+		it := &c.Items[i]
+		if it.canon != i {
+			continue
+		}
+		p.loadItem(it)
+		if hold {
+			p.held[it.ID] = c
+		}
+	}
+}
+
+func (p *Partition) loadItem(it *Item) {
+	e, ok := p.buckets[it.ID]
+	if ok {
+		it.State, it.Exists = e.s, true
+	} else {
+		it.State, it.Exists = it.Lim.Fresh(p.now, it.Phase), false
+	}
+}
+
+// decide decides m's members here, in one step.
+func (p *Partition) decide(m msg) {
+	c := m.call
+	wrote := false
+	if c.Atomic {
+		p.load(m, false)
+		if decideAll(c, p.now) {
+			for i := m.lo; i < m.hi; i++ {
+				if it := &c.Items[i]; it.Write {
+					p.store(it)
+					wrote = true
+				}
+			}
+		}
+	} else {
+		for i := m.lo; i < m.hi; i++ {
+			it := &c.Items[i]
+			if it.second {
+				continue // decided with its member's first item
+			}
+			mem := &c.Members[it.member]
+			p.loadItem(it)
+			if mem.B >= 0 {
+				p.loadItem(&c.Items[mem.B])
+			}
+			decideMember(c, mem, p.now)
+			for _, j := range [2]int32{mem.A, mem.B} {
+				if j >= 0 && c.Items[j].Write {
+					p.store(&c.Items[j])
+					wrote = true
+				}
+			}
+		}
+	}
+	if wrote {
+		p.pending = append(p.pending, m)
+	} else {
+		c.partDone()
+	}
+}
+
+// commit stores m's Write items and releases m's holds.
+func (p *Partition) commit(m msg) {
+	if p.failed != nil {
+		p.release(m)
+		p.fail(m, p.failed)
+		return
+	}
+	wrote := false
+	for i := m.lo; i < m.hi; i++ {
+		if it := &m.call.Items[i]; it.Write && it.canon == i {
+			p.store(it)
+			wrote = true
+		}
+	}
+	p.release(m)
+	if wrote {
+		p.pending = append(p.pending, m)
+	} else {
+		m.call.partDone()
+	}
+}
+
+// store writes it.State into the map (dropping it if full, since a full
+// bucket equals an absent one) and records it for the log.
+func (p *Partition) store(it *Item) {
+	rec := wal.Record{Name: it.ID.Name, Key: it.ID.Key, Shard: it.ID.Shard}
+	if it.Lim.Full(it.State, p.now) {
+		delete(p.buckets, it.ID)
+		rec.Delete = true
+	} else {
+		p.buckets[it.ID] = entry{s: it.State, lim: it.Lim}
+		rec.Value, rec.TS = it.State.Value, it.State.TS
+	}
+	p.recs = append(p.recs, rec)
+	it.wrote = true
+}
+
+// release drops m's holds and readies the messages parked on them.
+func (p *Partition) release(m msg) {
+	for i := m.lo; i < m.hi; i++ {
+		id := m.call.Items[i].ID
+		if p.held[id] != m.call {
+			continue
+		}
+		delete(p.held, id)
+		if ms, ok := p.parked[id]; ok {
+			p.ready = append(p.ready, ms...)
+			delete(p.parked, id)
+		}
+	}
+}
+
+// writes reports whether deciding c may store anything.
+func writes(c *Call) bool {
+	for i := range c.Members {
+		if c.Members[i].Op != OpCheck {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,172 @@
+package actor
+
+import (
+	"sync"
+
+	"github.com/seed7fbd42b6/ratelimit/bucket"
+	"github.com/seed7fbd42b6/ratelimit/wal"
+)
+
+type kind uint8
+
+const (
+	kindDecide  kind = iota // decide members (atomic calls: all of them)
+	kindPrepare             // hold the items, report their states
+	kindPeek                // report the items' states
+	kindCommit              // store Write items, release holds
+	kindAbort               // release holds
+	kindReset               // delete the items' buckets
+	kindRun                 // run Call.fn on the partition
+)
+
+// msg is one call's work for one partition: the items [lo, hi).
+type msg struct {
+	call   *Call
+	kind   kind
+	lo, hi int32
+}
+
+type entry struct {
+	s   bucket.State
+	lim *bucket.Limit // nil for a bucket recovered under an unknown limit
+}
+
+// Partition owns a set of buckets. All its fields below mu are touched only
+// by its goroutine (or by functions run through Group.Run).
+type Partition struct {
+	mu       sync.Mutex
+	inbox    []msg
+	spare    []msg
+	sleeping bool
+	stopped  bool
+	wake     chan struct{}
+	exited   chan struct{}
+
+	log     Log
+	clock   func() int64
+	buckets map[BucketID]entry
+	held    map[BucketID]*Call // buckets prepared by a call, until its commit or abort
+	parked  map[BucketID][]msg // messages waiting for a held bucket
+	ready   []msg              // parked messages whose bucket was released
+	failed  error              // the log's error, read once per batch
+	now     int64              // the batch's clock reading
+	recs    []wal.Record       // this batch's records
+	pending []msg              // this batch's messages that wrote records
+}
+
+func newPartition(log Log, clock func() int64) *Partition {
+	return &Partition{
+		wake:    make(chan struct{}, 1),
+		exited:  make(chan struct{}),
+		log:     log,
+		clock:   clock,
+		buckets: make(map[BucketID]entry),
+		held:    make(map[BucketID]*Call),
+		parked:  make(map[BucketID][]msg),
+	}
+}
+
+// send queues m; false if the partition has stopped.
+func (p *Partition) send(m msg) bool {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return false
+	}
+	p.inbox = append(p.inbox, m)
+	wake := p.sleeping
+	p.sleeping = false
+	p.mu.Unlock()
+	if wake {
+		p.wake <- struct{}{}
+	}
+	return true
+}
+
+// next waits for messages and takes all of them; nil once stopped and empty.
+func (p *Partition) next() []msg {
+	p.mu.Lock()
+	for len(p.inbox) == 0 {
+		if p.stopped {
+			p.mu.Unlock()
+			return nil
+		}
+		p.sleeping = true
+		p.mu.Unlock()
+		<-p.wake
+		p.mu.Lock()
+	}
+	batch := p.inbox
+	p.inbox = p.spare[:0]
+	p.mu.Unlock()
+	return batch
+}
+
+func (p *Partition) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	wake := p.sleeping
+	p.sleeping = false
+	p.mu.Unlock()
+	if wake {
+		p.wake <- struct{}{}
+	}
+	<-p.exited
+}
+
+func (p *Partition) run() {
+	defer close(p.exited)
+	for {
+		batch := p.next()
+		if batch == nil {
+			p.abandonParked()
+			return
+		}
+		p.now = p.clock()
+		p.failed = p.log.Err()
+		for _, m := range batch {
+			p.handle(m)
+		}
+		for i := 0; i < len(p.ready); i++ { // handling may ready more
+			p.handle(p.ready[i])
+		}
+		clear(p.ready)
+		p.ready = p.ready[:0]
+		p.flush()
+		clear(batch)
+		p.spare = batch[:0]
+	}
+}
+
+// flush hands the batch's records to the log; the messages that wrote them
+// finish when the log calls back. This is the one acknowledgement point.
+func (p *Partition) flush() {
+	if len(p.pending) == 0 {
+		return
+	}
+	w := waiterPool.Get().(*batchWaiter)
+	w.msgs = append(w.msgs, p.pending...)
+	clear(p.pending)
+	p.pending = p.pending[:0]
+	p.log.Append(p.recs, w)
+	clear(p.recs)
+	p.recs = p.recs[:0]
+}
+
+// abandonParked fails the messages still parked when the partition stops.
+func (p *Partition) abandonParked() {
+	for id, ms := range p.parked {
+		for _, m := range ms {
+			p.fail(m, ErrClosed)
+		}
+		delete(p.parked, id)
+	}
+}
+
+// fail finishes m with err on all its items.
+func (p *Partition) fail(m msg, err error) {
+	for i := m.lo; i < m.hi; i++ {
+		m.call.Items[i].Err = err
+	}
+	m.call.partDone()
+}

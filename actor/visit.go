@@ -1,0 +1,27 @@
+package actor
+
+import "github.com/seed7fbd42b6/ratelimit/bucket"
+
+// These methods are for functions passed to Group.Run, which execute on the
+// partition's own goroutine.
+
+// Len is the number of buckets the partition holds in memory.
+func (p *Partition) Len() int { return len(p.buckets) }
+
+// Sweep drops every bucket that has refilled to full by now (a full bucket
+// equals an absent one; its last record projects to full too) and visits the
+// others, if visit is not nil. It returns how many it dropped. Buckets of an
+// unknown limit (recovered, never touched since) are kept.
+func (p *Partition) Sweep(now int64, visit func(BucketID, bucket.State)) (dropped int) {
+	for id, e := range p.buckets {
+		if e.lim != nil && e.lim.Full(e.s, now) {
+			delete(p.buckets, id)
+			dropped++
+			continue
+		}
+		if visit != nil {
+			visit(id, e.s)
+		}
+	}
+	return dropped
+}

@@ -1,0 +1,69 @@
+package ratelimit
+
+import (
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/actor"
+)
+
+// Defaults of the durable and background knobs in Options.
+const (
+	DefaultLockTimeout      = time.Second
+	DefaultSnapshotBytes    = 64 << 20
+	DefaultSnapshotInterval = 10 * time.Minute
+	DefaultSweepInterval    = time.Minute
+)
+
+// sweep drops full buckets from every partition.
+func (l *Limiter) sweep() int {
+	now, dropped := l.now(), 0
+	for i := 0; i < l.group.N(); i++ {
+		l.group.Run(i, func(p *actor.Partition) { dropped += p.Sweep(now, nil) })
+	}
+	return dropped
+}
+
+// startBackground runs sweeps and snapshot triggers on wall-clock tickers.
+func (l *Limiter) startBackground() {
+	sweepEvery := pick(l.opts.SweepInterval, DefaultSweepInterval)
+	snapEvery := pick(l.opts.SnapshotInterval, DefaultSnapshotInterval)
+	snapBytes := l.opts.SnapshotBytes
+	if snapBytes == 0 {
+		snapBytes = DefaultSnapshotBytes
+	}
+	l.bgDone.Add(1)
+	go func() {
+		defer l.bgDone.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		lastSweep := time.Now()
+		for {
+			select {
+			case <-l.stopBG:
+				return
+			case now := <-tick.C:
+				if sweepEvery > 0 && now.Sub(lastSweep) >= sweepEvery {
+					l.sweep()
+					lastSweep = now
+				}
+				if l.log == nil || l.log.Err() != nil {
+					continue
+				}
+				grown := l.log.Written() - l.snapBytes.Load()
+				due := snapBytes > 0 && grown >= snapBytes ||
+					snapEvery > 0 && grown > 0 && now.Sub(time.Unix(0, l.lastSnap.Load())) >= snapEvery
+				if due {
+					l.Snapshot()
+				}
+			}
+		}
+	}()
+}
+
+// pick returns d, or def when d is 0; negative stays negative (disabled).
+func pick(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}

@@ -1,0 +1,95 @@
+package bucket
+
+// Decision is the outcome of asking a bucket for tokens.
+type Decision struct {
+	Next State // the state to store when OK; the unchanged input when not
+	OK   bool
+	// RetryAfter (ns): when denied, the earliest wait after which the same
+	// request is granted if nothing else changes the bucket; when granted
+	// with debt, the wait until the debt is repaid (when to run the work).
+	RetryAfter int64
+}
+
+// Take decides a request for count tokens from bucket s at now. Denials
+// leave s unchanged; grants return the state to store.
+func (l *Limit) Take(s State, now int64, count float64, reserve bool) Decision {
+	next, ok := l.take(s, now, count, reserve)
+	if !ok {
+		guess := l.waitFor(l.Project(s, now), now, count-l.debtAllowed(reserve))
+		return Decision{Next: s, RetryAfter: settle(guess, func(d int64) bool {
+			_, ok := l.take(s, now+d, count, reserve)
+			return ok
+		})}
+	}
+	return Decision{Next: next, OK: true, RetryAfter: l.untilRepaid(next, now)}
+}
+
+// take is the decision without the wait arithmetic.
+func (l *Limit) take(s State, now int64, count float64, reserve bool) (State, bool) {
+	next := l.Project(s, now)
+	next.Value -= count
+	return next, next.Value >= -l.debtAllowed(reserve)
+}
+
+// waitFor estimates how long projected state p needs until it holds need
+// tokens. The estimate is exact in real arithmetic; settle corrects rounding.
+func (l *Limit) waitFor(p State, now int64, need float64) int64 {
+	short := need - p.Value
+	if !(short > 0) {
+		return 0
+	}
+	if l.Kind == FixedWindow {
+		k := l.windowsFor(short)
+		if k >= maxWait/l.Period {
+			return maxWait
+		}
+		return max(0, p.TS+k*l.Period-now)
+	}
+	return l.durationFor(short)
+}
+
+// untilRepaid is how long a granted state with debt needs to get back to
+// zero tokens; 0 when it has no debt.
+func (l *Limit) untilRepaid(next State, now int64) int64 {
+	if next.Value >= 0 {
+		return 0
+	}
+	return settle(l.waitFor(next, now, 0), func(d int64) bool {
+		return l.Project(next, now+d).Value >= 0
+	})
+}
+
+// settle returns the least d >= guess for which ok(d) holds, assuming ok is
+// monotone (false, then true forever). guess is an estimate that is exact up
+// to rounding, so ok(guess) normally holds at once; otherwise it searches
+// upward, doubling, then bisects. Results are capped at maxWait.
+func settle(guess int64, ok func(int64) bool) int64 {
+	guess = min(max(guess, 0), maxWait)
+	if ok(guess) {
+		// The estimate may be late by rounding: step back while earlier
+		// nanoseconds also succeed (a few steps at most).
+		for i := 0; i < 4 && guess > 0 && ok(guess-1); i++ {
+			guess--
+		}
+		return guess
+	}
+	lo, step := guess, int64(1) // ok(lo) is false
+	for {
+		hi := lo + step
+		if hi >= maxWait {
+			return maxWait
+		}
+		if ok(hi) {
+			for hi-lo > 1 { // invariant: !ok(lo), ok(hi)
+				mid := lo + (hi-lo)/2
+				if ok(mid) {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+			return hi
+		}
+		lo, step = hi, step*2
+	}
+}

@@ -1,0 +1,202 @@
+package bucket
+
+import (
+	"math"
+	"testing"
+)
+
+const (
+	S = int64(1e9)
+	M = 60 * S
+	H = 60 * M
+)
+
+var t0 = int64(1_700_000_000) * S
+
+type step struct {
+	at       int64
+	count    float64
+	reserve  bool
+	ok       bool
+	value    float64 // expected stored value after the step
+	retry    int64
+	checkVal bool
+}
+
+func run(t *testing.T, l *Limit, s State, steps []step) {
+	t.Helper()
+	for i, st := range steps {
+		d := l.Take(s, st.at, st.count, st.reserve)
+		if d.OK != st.ok {
+			t.Fatalf("step %d: ok = %v, want %v", i, d.OK, st.ok)
+		}
+		if d.RetryAfter != st.retry {
+			t.Fatalf("step %d: retryAfter = %d, want %d", i, d.RetryAfter, st.retry)
+		}
+		if d.OK {
+			s = d.Next
+		} else if d.Next != s {
+			t.Fatalf("step %d: denial changed state %v -> %v", i, s, d.Next)
+		}
+		if got := l.Project(s, st.at).Value; got != st.value {
+			t.Fatalf("step %d: value = %v, want %v", i, got, st.value)
+		}
+	}
+}
+
+// The worked cases of SEMANTICS.md, token bucket {rate 10, period M}.
+func TestTokenBucketWorked(t *testing.T) {
+	l := &Limit{Kind: TokenBucket, Rate: 10, Period: M, Capacity: 10}
+	run(t, l, l.Fresh(t0, 0), []step{
+		{at: t0, count: 5, ok: true, value: 5},
+		{at: t0 + 6*S, count: 6, ok: true, value: 0},
+		{at: t0 + 6*S, count: 10, ok: false, value: 0, retry: 60 * S},
+	})
+}
+
+func TestTokenBucketReservationsWorked(t *testing.T) {
+	l := &Limit{Kind: TokenBucket, Rate: 10, Period: M, Capacity: 10}
+	run(t, l, l.Fresh(t0, 0), []step{
+		{at: t0, count: 5, ok: true, value: 5},
+		{at: t0 + 6*S, count: 16, reserve: true, ok: true, value: -10, retry: 60 * S},
+		{at: t0 + 36*S, count: 5, reserve: true, ok: true, value: -10, retry: 60 * S},
+	})
+}
+
+func TestFixedWindowReservationsWorked(t *testing.T) {
+	l := &Limit{Kind: FixedWindow, Rate: 10, Period: M, Capacity: 10}
+	phase := Phase(uint64(t0), M) // windows start at t0
+	s := l.Fresh(t0, phase)
+	if s.TS != t0 {
+		t.Fatalf("fresh ts = %d, want t0", s.TS)
+	}
+	run(t, l, s, []step{
+		{at: t0, count: 5, ok: true, value: 5},
+		{at: t0 + 60*S, count: 16, reserve: true, ok: true, value: -6, retry: 60 * S},
+		{at: t0 + 90*S, count: 5, reserve: true, ok: true, value: -11, retry: 90 * S},
+	})
+}
+
+func TestMaxReservedWorked(t *testing.T) {
+	l := &Limit{Kind: TokenBucket, Rate: 1, Period: H, Capacity: 1, MaxReserved: 1}
+	s := l.Fresh(t0, 0)
+	d := l.Take(s, t0, 2, true)
+	if !d.OK || d.RetryAfter != H {
+		t.Fatalf("limit 2 reserve = %+v, want ok, retry 1h", d)
+	}
+	d2 := l.Take(d.Next, t0, 1, false)
+	if d2.OK || d2.RetryAfter <= d.RetryAfter || d2.RetryAfter != 2*H {
+		t.Fatalf("limit 1 = %+v, want denied with retry 2h", d2)
+	}
+	// A reservation beyond maxReserved is denied until it fits.
+	d3 := l.Take(d.Next, t0, 1, true)
+	if d3.OK || d3.RetryAfter != H {
+		t.Fatalf("reserve 1 over maxReserved = %+v, want denied, retry 1h", d3)
+	}
+	if l.MaxCount(false) != 1 || l.MaxCount(true) != 2 {
+		t.Fatalf("MaxCount = %v/%v", l.MaxCount(false), l.MaxCount(true))
+	}
+}
+
+// RetryAfter is exact: a retry at now+RetryAfter succeeds, one nanosecond
+// earlier fails, for awkward rates where float rounding bites.
+func TestRetryAfterNeverEarly(t *testing.T) {
+	for _, kind := range []Kind{TokenBucket, FixedWindow} {
+		for _, rate := range []float64{7, 3, 0.1, 1e6, 13.37} {
+			for _, period := range []int64{3 * S, 7 * S, 1, 999_999_937} {
+				l := &Limit{Kind: kind, Rate: rate, Period: period, Capacity: math.Max(rate, 1)}
+				s := l.Fresh(t0+123, 17%period)
+				now := t0 + 123
+				// Drain, then ask for more than is left.
+				d := l.Take(s, now, l.Capacity, false)
+				if !d.OK {
+					t.Fatalf("%v rate %v: could not drain", kind, rate)
+				}
+				s = d.Next
+				ask := l.Capacity * 0.75
+				den := l.Take(s, now, ask, false)
+				if den.OK {
+					continue // refilled within the same instant (period 1)
+				}
+				if !l.Take(s, now+den.RetryAfter, ask, false).OK {
+					t.Errorf("%v rate %v period %d: retry at +%d fails", kind, rate, period, den.RetryAfter)
+				}
+				if den.RetryAfter > 0 && l.Take(s, now+den.RetryAfter-1, ask, false).OK {
+					t.Errorf("%v rate %v period %d: retry at +%d-1ns already succeeds", kind, rate, period, den.RetryAfter)
+				}
+			}
+		}
+	}
+}
+
+func TestClockBackwards(t *testing.T) {
+	for _, kind := range []Kind{TokenBucket, FixedWindow} {
+		l := &Limit{Kind: kind, Rate: 10, Period: M, Capacity: 10}
+		s := l.Fresh(t0, 0)
+		d := l.Take(s, t0, 4, false)
+		back := l.Project(d.Next, t0-30*S)
+		if back.Value != 6 || back.TS != d.Next.TS {
+			t.Fatalf("%v: projected backwards = %+v, want value 6, ts %d", kind, back, d.Next.TS)
+		}
+		d2 := l.Take(d.Next, t0-30*S, 1, false)
+		if !d2.OK || d2.Next.TS != d.Next.TS || d2.Next.Value != 5 {
+			t.Fatalf("%v: take backwards = %+v", kind, d2)
+		}
+	}
+}
+
+func TestFixedWindowRefillsInSteps(t *testing.T) {
+	l := &Limit{Kind: FixedWindow, Rate: 10, Period: M, Capacity: 10}
+	s := l.Fresh(t0+10*S, Phase(uint64(t0), M))
+	d := l.Take(s, t0+10*S, 10, false)
+	if got := l.Project(d.Next, t0+59*S).Value; got != 0 {
+		t.Fatalf("value before the window ends = %v, want 0", got)
+	}
+	if got := l.Project(d.Next, t0+60*S); got.Value != 10 || got.TS != t0+60*S {
+		t.Fatalf("value at the next window = %+v", got)
+	}
+	den := l.Take(d.Next, t0+10*S, 1, false)
+	if den.OK || den.RetryAfter != 50*S {
+		t.Fatalf("denial = %+v, want retry 50s", den)
+	}
+}
+
+func TestFullAndCredit(t *testing.T) {
+	l := &Limit{Kind: TokenBucket, Rate: 10, Period: M, Capacity: 10}
+	d := l.Take(l.Fresh(t0, 0), t0, 3, false)
+	if l.Full(d.Next, t0+17*S) || !l.Full(d.Next, t0+18*S) {
+		t.Fatal("token bucket should be full exactly after 18 s")
+	}
+	if c := l.Credit(d.Next, t0, 100); c.Value != 10 {
+		t.Fatalf("credit capped = %v", c.Value)
+	}
+	fw := &Limit{Kind: FixedWindow, Rate: 5, Period: M, Capacity: 10}
+	s := fw.Fresh(t0, 0)
+	s = fw.Take(s, s.TS, 10, false).Next
+	if fw.Full(s, s.TS+M) || !fw.Full(s, s.TS+2*M) {
+		t.Fatal("fixed window should be full after two windows")
+	}
+}
+
+func TestHugeDebtDoesNotOverflow(t *testing.T) {
+	l := &Limit{Kind: TokenBucket, Rate: 1, Period: H, Capacity: 1}
+	d := l.Take(l.Fresh(t0, 0), t0, 1e300, true)
+	if !d.OK || d.RetryAfter != maxWait {
+		t.Fatalf("huge reservation = %+v", d)
+	}
+	fw := &Limit{Kind: FixedWindow, Rate: 1, Period: H, Capacity: 1}
+	d = fw.Take(fw.Fresh(t0, 0), t0, 1e300, true)
+	if !d.OK || d.RetryAfter != maxWait {
+		t.Fatalf("huge fixed-window reservation = %+v", d)
+	}
+}
+
+func TestHashIsUnambiguous(t *testing.T) {
+	if Hash("a\x00", "b") == Hash("a", "\x00b") || Hash("ab", "") == Hash("a", "b") {
+		t.Fatal("hash confuses name/key boundaries")
+	}
+	// Pinned: the phase is part of the on-disk contract.
+	if got := Hash("limit", "key"); got != pinnedHash {
+		t.Fatalf("Hash changed: %#x (want %#x); this moves every fixed window", got, pinnedHash)
+	}
+}

@@ -1,0 +1,128 @@
+package ratelimit
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// Kind is a limit's algorithm.
+type Kind int
+
+const (
+	// TokenBucket refills continuously: Rate tokens per Period, up to
+	// Capacity.
+	TokenBucket Kind = iota + 1
+	// FixedWindow refills in steps: Rate tokens at the start of each window
+	// of length Period, up to Capacity.
+	FixedWindow
+)
+
+// String returns "token bucket" or "fixed window".
+func (k Kind) String() string {
+	switch k {
+	case TokenBucket:
+		return "token bucket"
+	case FixedWindow:
+		return "fixed window"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// MaxShards is the largest Config.Shards accepted.
+const MaxShards = 1 << 16
+
+// Config describes one limit. The zero value is invalid: Kind, Rate and
+// Period must be set.
+type Config struct {
+	Kind   Kind
+	Rate   float64       // tokens added per Period; > 0, finite
+	Period time.Duration // > 0
+	// Capacity is the most tokens a bucket holds (the burst); 0 means Rate.
+	// Finite, >= 0.
+	Capacity float64
+	// MaxReserved is the most debt a reservation (Request.Reserve) may
+	// leave; 0 means unlimited. Finite, >= 0.
+	MaxReserved float64
+	// Shards splits the limit into that many buckets per key, each with
+	// Rate, Capacity and MaxReserved divided evenly; 0 or 1 means one
+	// bucket. At most MaxShards.
+	Shards int
+	// Start is, for FixedWindow only, a time at which a window begins. Zero
+	// derives the phase from a hash of (name, key): deterministic across
+	// resets and restarts, and spread over keys. Must be zero for
+	// TokenBucket.
+	Start time.Time
+}
+
+// Options configure a Limiter. Zero values mean the documented defaults.
+type Options struct {
+	// Path is the bbolt file that holds durable state. "" keeps state in
+	// memory only: nothing survives Close.
+	Path string
+	// Limits are the named limits. A Request may instead carry its config
+	// inline.
+	Limits map[string]Config
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Partitions is the number of actor partitions (goroutines owning
+	// buckets); 0 means 2*GOMAXPROCS, at least 4.
+	Partitions int
+	// LockTimeout bounds how long Open waits for another process's lock on
+	// Path; 0 means 1 s.
+	LockTimeout time.Duration
+	// SnapshotBytes triggers a snapshot once this many log bytes were
+	// written since the last one; 0 means 64 MiB, < 0 disables the trigger.
+	SnapshotBytes int64
+	// SnapshotInterval triggers a snapshot when this much time passed since
+	// the last one and the log is not empty; 0 means 10 min, < 0 disables
+	// the trigger.
+	SnapshotInterval time.Duration
+	// SweepInterval is how often partitions drop buckets that have refilled
+	// to full (a full bucket equals an absent one); 0 means 1 min, < 0
+	// disables sweeping (snapshots still skip and drop full buckets).
+	SweepInterval time.Duration
+	// Logger receives errors and recovery events; nil discards them.
+	Logger *slog.Logger
+
+	// beforeCommit is a fault-injection hook for tests (wal.Options).
+	beforeCommit func(seq uint64) error
+}
+
+// validate reports the first rule c breaks, wrapped in ErrInvalidConfig.
+func (c Config) validate(name string) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: limit %q: %s", ErrInvalidConfig, name, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Kind != TokenBucket && c.Kind != FixedWindow:
+		return bad("unknown kind %d", int(c.Kind))
+	case !finite(c.Rate) || c.Rate <= 0:
+		return bad("rate %v must be finite and > 0", c.Rate)
+	case c.Period <= 0:
+		return bad("period %v must be > 0", c.Period)
+	case !finite(c.Capacity) || c.Capacity < 0:
+		return bad("capacity %v must be finite and >= 0", c.Capacity)
+	case !finite(c.MaxReserved) || c.MaxReserved < 0:
+		return bad("maxReserved %v must be finite and >= 0", c.MaxReserved)
+	case c.Shards < 0 || c.Shards > MaxShards:
+		return bad("shards %d must be in [0, %d]", c.Shards, MaxShards)
+	case c.Kind == TokenBucket && !c.Start.IsZero():
+		return bad("start is only for fixed windows")
+	}
+	return nil
+}
+
+// withDefaults returns c with Capacity and Shards defaulted.
+func (c Config) withDefaults() Config {
+	if c.Capacity == 0 {
+		c.Capacity = c.Rate
+	}
+	if c.Shards == 0 {
+		c.Shards = 1
+	}
+	return c
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

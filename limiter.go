@@ -1,0 +1,342 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/actor"
+	"github.com/seed7fbd42b6/ratelimit/wal"
+)
+
+// Limiter decides rate-limit requests. It is safe for concurrent use by any
+// number of goroutines. Create it with Open and release it with Close.
+type Limiter struct {
+	opts   Options
+	limits map[string]*limitDef
+	group  *actor.Group
+	log    *wal.Log // nil in memory mode
+	now    func() int64
+	logger *slog.Logger
+
+	inline       sync.Map // inlineKey -> *limitDef
+	inlineByName sync.Map // name -> *limitDef, the latest inline config seen
+
+	closed    atomic.Bool
+	stopBG    chan struct{}
+	bgDone    sync.WaitGroup
+	snapMu    sync.Mutex    // one snapshot at a time
+	errors    atomic.Uint64 // requests answered with ErrUnavailable
+	lastSnap  atomic.Int64  // Unix nanoseconds of the last snapshot (or Open)
+	snapBytes atomic.Int64  // log bytes written when the last snapshot began
+}
+
+// Open validates opts, recovers durable state if opts.Path is set, and
+// starts the limiter.
+func Open(opts Options) (*Limiter, error) {
+	l := &Limiter{opts: opts, limits: make(map[string]*limitDef, len(opts.Limits)), stopBG: make(chan struct{})}
+	for name, c := range opts.Limits {
+		d, err := newLimitDef(name, c)
+		if err != nil {
+			return nil, err
+		}
+		l.limits[name] = d
+	}
+	if opts.Partitions < 0 {
+		return nil, fmt.Errorf("%w: partitions %d < 0", ErrInvalidOptions, opts.Partitions)
+	}
+	n := opts.Partitions
+	if n == 0 {
+		n = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	clock := opts.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	l.now = func() int64 { return clock().UnixNano() }
+	l.logger = opts.Logger
+	if l.logger == nil {
+		l.logger = slog.New(slog.DiscardHandler)
+	}
+	var log actor.Log = actor.NopLog{}
+	if opts.Path != "" {
+		w, err := l.openLog()
+		if err != nil {
+			return nil, err
+		}
+		l.log, log = w, w
+	}
+	l.group = actor.NewGroup(n, log, l.now)
+	if l.log != nil {
+		if err := l.recover(); err != nil {
+			l.log.Close()
+			return nil, err
+		}
+	}
+	l.group.Start()
+	l.lastSnap.Store(time.Now().UnixNano())
+	l.startBackground()
+	return l, nil
+}
+
+// Close stops the limiter: requests in flight finish, durable state is
+// flushed and the file closed. The first call returns the result of
+// flushing; later calls return ErrClosed.
+func (l *Limiter) Close() error {
+	if !l.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	close(l.stopBG)
+	l.bgDone.Wait()
+	l.group.Stop()
+	if l.log != nil {
+		if err := l.log.Close(); err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
+	return nil
+}
+
+// Limit asks for r.Count tokens and, if they are granted, takes them. A
+// denial is OK == false with a nil error; an error means the request could
+// not be decided and nothing was taken. With Options.Path set, a grant is
+// on disk before Limit returns.
+//
+// If ctx ends while the request waits, Limit returns ctx's error; a request
+// a partition had already taken up may still be granted (and committed):
+// that can only under-admit.
+func (l *Limiter) Limit(ctx context.Context, r Request) (Status, error) {
+	return l.one(ctx, r, actor.OpTake)
+}
+
+// Check answers as Limit would, without taking anything.
+func (l *Limiter) Check(ctx context.Context, r Request) (Status, error) {
+	return l.one(ctx, r, actor.OpCheck)
+}
+
+func (l *Limiter) one(ctx context.Context, r Request, op actor.Op) (Status, error) {
+	if err := l.usable(ctx); err != nil {
+		return Status{}, err
+	}
+	d, err := l.resolve(r.Name, r.Config)
+	if err != nil {
+		return Status{}, err
+	}
+	n, err := d.count(r.Count, r.Reserve)
+	if err != nil {
+		return Status{}, err
+	}
+	c := actor.NewCall()
+	c.Atomic = true // a sharded request's two shards are one decision
+	l.addMember(c, d, r.Key, op, n, r.Reserve)
+	if abandoned, err := l.group.Decide(ctx, c); err != nil {
+		if !abandoned {
+			c.Release()
+		}
+		return Status{}, err
+	}
+	defer c.Release()
+	if err := l.itemErr(c.ItemErr(0)); err != nil {
+		return Status{}, err
+	}
+	m := &c.Members[0]
+	return Status{OK: m.OK, RetryAfter: nanos(m.RetryAfter), Limit: d.name}, nil
+}
+
+// LimitAll asks every request at once: all are granted or none is, never
+// over any limit, and concurrent calls cannot deadlock. RetryAfter is the
+// latest of the members' (of the denying ones, for a denial). A bad member
+// makes the whole call an error with nothing taken.
+func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
+	if err := l.usable(ctx); err != nil {
+		return Status{}, err
+	}
+	if len(rs) == 0 {
+		return Status{OK: true}, nil
+	}
+	c := actor.NewCall()
+	c.Atomic = true
+	defs := make([]*limitDef, len(rs))
+	for i, r := range rs {
+		d, err := l.resolve(r.Name, r.Config)
+		if err == nil {
+			var n float64
+			if n, err = d.count(r.Count, r.Reserve); err == nil {
+				defs[i] = d
+				l.addMember(c, d, r.Key, actor.OpTake, n, r.Reserve)
+				continue
+			}
+		}
+		c.Release()
+		return Status{}, fmt.Errorf("request %d: %w", i, err)
+	}
+	if abandoned, err := l.group.Decide(ctx, c); err != nil {
+		if !abandoned {
+			c.Release()
+		}
+		return Status{}, err
+	}
+	defer c.Release()
+	if err := l.itemErr(c.FirstErr()); err != nil {
+		return Status{}, err
+	}
+	st := Status{OK: true}
+	for i := range c.Members {
+		if !c.Members[i].OK {
+			st.OK = false
+		}
+	}
+	for i := range c.Members {
+		m := &c.Members[i]
+		if m.OK != st.OK && st.OK == false {
+			continue // a denial's wait comes from the denying members
+		}
+		if st.Limit == "" || nanos(m.RetryAfter) > st.RetryAfter {
+			st.RetryAfter, st.Limit = nanos(m.RetryAfter), defs[i].name
+		}
+	}
+	return st, nil
+}
+
+// LimitMany decides each request independently, as Limit would, but hands
+// them to the partitions together: for callers that decide many things at
+// once (a game tick, a queue consumer) it costs far less per request. It
+// appends one Decision per request to out[:0] and returns it; reuse out to
+// avoid allocating.
+func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) []Decision {
+	out = out[:0]
+	if err := l.usable(ctx); err != nil {
+		for range rs {
+			out = append(out, Decision{Err: err})
+		}
+		return out
+	}
+	c := actor.NewCall()
+	sharded := false
+	for _, r := range rs {
+		d, err := l.resolve(r.Name, r.Config)
+		var n float64
+		if err == nil {
+			n, err = d.count(r.Count, r.Reserve)
+		}
+		switch {
+		case err != nil:
+			out = append(out, Decision{Err: err})
+		case d.shards > 1: // spans two partitions: decided one by one below
+			out = append(out, Decision{Status: Status{Limit: d.name}, Err: errLater})
+			sharded = true
+		default:
+			out = append(out, Decision{Status: Status{Limit: d.name}})
+			l.addMember(c, d, r.Key, actor.OpTake, n, r.Reserve)
+		}
+	}
+	if len(c.Members) > 0 {
+		abandoned, err := l.group.Decide(ctx, c)
+		if err != nil {
+			for i := range out {
+				if out[i].Err == nil || out[i].Err == errLater {
+					out[i].Err = err
+				}
+			}
+			if !abandoned {
+				c.Release()
+			}
+			return out
+		}
+	}
+	m := 0
+	for i := range out {
+		if out[i].Err != nil {
+			continue
+		}
+		if err := l.itemErr(c.ItemErr(m)); err != nil {
+			out[i].Err = err
+		} else {
+			out[i].OK, out[i].RetryAfter = c.Members[m].OK, nanos(c.Members[m].RetryAfter)
+		}
+		m++
+	}
+	c.Release()
+	if sharded {
+		for i := range out {
+			if out[i].Err == errLater {
+				out[i].Status, out[i].Err = l.Limit(ctx, rs[i])
+			}
+		}
+	}
+	return out
+}
+
+// errLater marks, inside LimitMany, a request decided after the batch.
+var errLater = errors.New("decided later")
+
+// Reset deletes every shard of (name, key): the bucket is full again. The
+// deletion is durable before Reset returns.
+func (l *Limiter) Reset(ctx context.Context, name, key string) error {
+	if err := l.usable(ctx); err != nil {
+		return err
+	}
+	d, err := l.resolve(name, nil)
+	if err != nil {
+		return err
+	}
+	c := actor.NewCall()
+	defer c.Release()
+	l.addShards(c, d, key)
+	l.group.Reset(c)
+	return l.itemErr(c.FirstErr())
+}
+
+// Value returns the state of (name, key) projected to now, summed over the
+// limit's shards, and the limit's config. It writes nothing.
+func (l *Limiter) Value(ctx context.Context, name, key string) (Value, error) {
+	if err := l.usable(ctx); err != nil {
+		return Value{}, err
+	}
+	d, err := l.resolve(name, nil)
+	if err != nil {
+		return Value{}, err
+	}
+	c := actor.NewCall()
+	defer c.Release()
+	l.addShards(c, d, key)
+	l.group.Peek(c)
+	if err := l.itemErr(c.FirstErr()); err != nil {
+		return Value{}, err
+	}
+	now := l.now()
+	v := Value{Config: d.cfg}
+	var ts int64
+	for i := range c.Items {
+		s := d.shard.Project(c.Items[i].State, now)
+		v.Value += s.Value
+		ts = max(ts, s.TS)
+	}
+	v.TS = time.Unix(0, ts)
+	return v, nil
+}
+
+// usable fails fast on a closed limiter or an ended context.
+func (l *Limiter) usable(ctx context.Context) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return ctx.Err()
+}
+
+// itemErr maps a partition's error to this package's sentinels.
+func (l *Limiter) itemErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, actor.ErrClosed):
+		return ErrClosed
+	}
+	l.errors.Add(1)
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}

@@ -1,0 +1,153 @@
+package ratelimit
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/actor"
+	"github.com/seed7fbd42b6/ratelimit/bucket"
+)
+
+// limitDef is a validated limit: its config with defaults and the
+// per-shard arithmetic parameters.
+type limitDef struct {
+	name     string
+	cfg      Config       // with defaults applied
+	shard    bucket.Limit // one shard's rate, capacity and maxReserved
+	shards   int
+	phase    int64 // fixed-window phase from cfg.Start
+	hasStart bool
+}
+
+func newLimitDef(name string, c Config) (*limitDef, error) {
+	if err := c.validate(name); err != nil {
+		return nil, err
+	}
+	c = c.withDefaults()
+	n := float64(c.Shards)
+	d := &limitDef{
+		name: name,
+		cfg:  c,
+		shard: bucket.Limit{
+			Kind:        bucket.Kind(c.Kind),
+			Rate:        c.Rate / n,
+			Period:      int64(c.Period),
+			Capacity:    c.Capacity / n,
+			MaxReserved: c.MaxReserved / n,
+		},
+		shards: c.Shards,
+	}
+	if !c.Start.IsZero() {
+		d.phase, d.hasStart = bucket.Phase(uint64(c.Start.UnixNano()), int64(c.Period)), true
+	}
+	if d.shard.Capacity <= 0 || d.shard.Rate <= 0 || math.IsInf(d.shard.Capacity, 0) {
+		return nil, fmt.Errorf("%w: limit %q: capacity and rate per shard must be > 0", ErrInvalidConfig, name)
+	}
+	return d, nil
+}
+
+// phaseFor is the fixed-window phase of the key whose (name, key) hash is h.
+func (d *limitDef) phaseFor(h uint64) int64 {
+	if d.hasStart {
+		return d.phase
+	}
+	return bucket.Phase(h, d.shard.Period)
+}
+
+// count validates a request's count: 0 means 1; it must be finite, >= 0 and
+// at most what the limit can ever grant one request (two shards' worth for a
+// sharded limit).
+func (d *limitDef) count(n float64, reserve bool) (float64, error) {
+	if n == 0 {
+		n = 1
+	}
+	if !finite(n) || n < 0 {
+		return 0, fmt.Errorf("%w: %v", ErrInvalidCount, n)
+	}
+	most := d.shard.MaxCount(reserve)
+	if d.shards > 1 {
+		most *= 2
+	}
+	if n > most {
+		return 0, fmt.Errorf("%w: %v exceeds the most limit %q can grant at once (%v)", ErrInvalidCount, n, d.name, most)
+	}
+	return n, nil
+}
+
+// resolve finds the limit a request names: its inline config, else a named
+// limit.
+func (l *Limiter) resolve(name string, inline *Config) (*limitDef, error) {
+	if inline != nil {
+		return l.inlineDef(name, *inline)
+	}
+	if d, ok := l.limits[name]; ok {
+		return d, nil
+	}
+	if d, ok := l.inlineByName.Load(name); ok {
+		return d.(*limitDef), nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownLimit, name)
+}
+
+type inlineKey struct {
+	name string
+	cfg  Config
+}
+
+// inlineDef validates an inline config once and caches it.
+func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
+	k := inlineKey{name, c}
+	if d, ok := l.inline.Load(k); ok {
+		return d.(*limitDef), nil
+	}
+	d, err := newLimitDef(name, c)
+	if err != nil {
+		return nil, err
+	}
+	if v, loaded := l.inline.LoadOrStore(k, d); loaded {
+		d = v.(*limitDef)
+	}
+	l.inlineByName.Store(name, d)
+	return d, nil
+}
+
+// addMember adds to c a member for one request on (d, key): one item, or two
+// distinct random shards for a sharded limit (power of two choices).
+func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op, count float64, reserve bool) {
+	m := int32(len(c.Members))
+	h := bucket.Hash(d.name, key)
+	item := actor.Item{ID: actor.BucketID{Name: d.name, Key: key}, Lim: &d.shard, Phase: d.phaseFor(h)}
+	mem := actor.Member{Op: op, Count: count, Reserve: reserve, B: -1}
+	if d.shards == 1 {
+		item.Part = l.group.Route(h, 0)
+		mem.A = c.AddItem(item, m, false)
+	} else {
+		i := rand.IntN(d.shards)
+		j := rand.IntN(d.shards - 1)
+		if j >= i {
+			j++
+		}
+		item.ID.Shard, item.Part = uint32(i), l.group.Route(h, uint32(i))
+		mem.A = c.AddItem(item, m, false)
+		item.ID.Shard, item.Part = uint32(j), l.group.Route(h, uint32(j))
+		mem.B = c.AddItem(item, m, true)
+	}
+	c.Members = append(c.Members, mem)
+}
+
+// addShards adds one item per shard of (d, key), for reads and resets.
+func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string) {
+	h := bucket.Hash(d.name, key)
+	for s := 0; s < d.shards; s++ {
+		c.AddItem(actor.Item{
+			ID:    actor.BucketID{Name: d.name, Key: key, Shard: uint32(s)},
+			Lim:   &d.shard,
+			Phase: d.phaseFor(h),
+			Part:  l.group.Route(h, uint32(s)),
+		}, -1, false)
+	}
+}
+
+func nanos(d int64) time.Duration { return time.Duration(d) }

@@ -1,0 +1,76 @@
+package ratelimit
+
+import (
+	"fmt"
+	"time"
+)
+
+// Request asks a limit for tokens.
+type Request struct {
+	Name string
+	// Key selects the bucket within the limit; "" is the limit's one
+	// shared (global) bucket. Any bytes.
+	Key string
+	// Count is the number of tokens; 0 means 1. Negative, NaN, infinite, or
+	// more than the limit can ever grant at once: ErrInvalidCount.
+	Count float64
+	// Reserve grants even when tokens are short, leaving debt (at most
+	// Config.MaxReserved); Status.RetryAfter then says when to run the work.
+	Reserve bool
+	// Config, if set, is the limit's config inline; it wins over
+	// Options.Limits.
+	Config *Config
+}
+
+// Status is a decision.
+type Status struct {
+	OK bool
+	// RetryAfter: when denied, the earliest wait after which the same
+	// request can succeed (never early); when granted as a reservation, how
+	// long to wait before running the work (without asking again); else 0.
+	RetryAfter time.Duration
+	// Limit is the name of the limit that decided: for a denial by LimitAll,
+	// the denying member with the latest RetryAfter.
+	Limit string
+}
+
+// Err returns nil for a grant and, for a denial, a *RateLimitedError that
+// matches errors.Is(err, ErrRateLimited): the Go form of the reference's
+// "throws".
+func (s Status) Err() error {
+	if s.OK {
+		return nil
+	}
+	return &RateLimitedError{Limit: s.Limit, RetryAfter: s.RetryAfter}
+}
+
+// RateLimitedError is a denial as an error.
+type RateLimitedError struct {
+	Limit      string
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("ratelimit: limit %q exceeded, retry after %v", e.Limit, e.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrRateLimited) true.
+func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }
+
+// Value is a bucket's state projected to now.
+type Value struct {
+	// Value is the tokens available now, summed over shards; negative is
+	// reserved debt.
+	Value float64
+	// TS is the state's time: now for a token bucket, the current window's
+	// start for a fixed window.
+	TS time.Time
+	// Config is the limit's config with defaults applied.
+	Config Config
+}
+
+// Decision is one request's outcome in LimitMany.
+type Decision struct {
+	Status
+	Err error // non-nil: the request could not be decided (nothing consumed)
+}
