@@ -1,5 +1,3 @@
-//go:build !wip
-
 package ratelimit
 
 import (
@@ -40,7 +38,7 @@ func (l *Limiter) recover() error {
 			lim = &d.shard
 		}
 		l.group.Restore(actor.BucketID{Name: r.Name, Key: r.Key, Shard: r.Shard},
-			l.group.Route(h, r.Shard), bucket.State{Value: r.Value, TS: r.TS}, lim, r.Delete)
+			h, bucket.State{Value: r.Value, TS: r.TS}, lim, r.Delete)
 		return nil
 	}
 	start := time.Now()

@@ -31,6 +31,7 @@ const (
 // Item is one bucket a call touches.
 type Item struct {
 	ID    BucketID
+	Hash  uint64 // BucketHash(bucket.Hash(Name, Key), Shard)
 	Lim   *bucket.Limit
 	Phase int64 // fixed-window phase
 	Part  int32 // owning partition
@@ -70,6 +71,7 @@ type Call struct {
 
 	fn        func(*Partition) // for Run
 	ranges    []span
+	scratch   []Item
 	done      chan struct{}
 	remaining atomic.Int32
 	state     atomic.Int32

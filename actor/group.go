@@ -49,21 +49,25 @@ func (g *Group) Route(hash uint64, shard uint32) int32 {
 	return int32((hash + uint64(shard)) % uint64(len(g.parts)))
 }
 
-// Restore puts a recovered state (or deletion) into its partition. Only
-// before Start.
-func (g *Group) Restore(id BucketID, part int32, s bucket.State, lim *bucket.Limit, del bool) {
-	p := g.parts[part]
+// Restore puts a recovered state (or deletion) of the bucket id, whose
+// (name, key) hashes to h, into its partition. Only before Start.
+func (g *Group) Restore(id BucketID, h uint64, s bucket.State, lim *bucket.Limit, del bool) {
+	p := g.parts[g.Route(h, id.Shard)]
+	bh := BucketHash(h, id.Shard)
 	if del {
-		delete(p.buckets, id)
+		p.buckets.del(bh, id)
 		return
 	}
-	p.buckets[id] = entry{s: s, lim: lim}
+	p.buckets.put(bh, entry{id: id, s: s, lim: lim})
 }
 
 // Decide decides c's members. Results are in c.Members, errors in the
 // items (Call.ItemErr). A non-nil error means ctx ended first; abandoned
 // reports that c now belongs to the partitions and must not be released.
 func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error) {
+	if c.Atomic && len(c.Items) > 1 {
+		g.group(c) // order, and merge repeated buckets into one canonical item
+	}
 	if onePartition(c) {
 		c.cancel = true
 		c.begin(1)
@@ -76,7 +80,9 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 		}
 		return false, nil
 	}
-	g.group(c)
+	if !c.Atomic {
+		g.group(c)
+	}
 	switch {
 	case !c.Atomic: // members of one item each: decided where they live
 		g.phase(c, kindDecide, c.ranges)
@@ -183,8 +189,8 @@ func (g *Group) group(c *Call) {
 			return cmp.Or(cmp.Compare(a.Part, b.Part), strings.Compare(a.ID.Name, b.ID.Name),
 				strings.Compare(a.ID.Key, b.ID.Key), cmp.Compare(a.ID.Shard, b.ID.Shard))
 		})
-	} else {
-		slices.SortStableFunc(c.Items, func(a, b Item) int { return cmp.Compare(a.Part, b.Part) })
+	} else if !slices.IsSortedFunc(c.Items, func(a, b Item) int { return cmp.Compare(a.Part, b.Part) }) {
+		g.countingSort(c)
 	}
 	c.ranges = c.ranges[:0]
 	for i := range c.Items {
@@ -205,4 +211,27 @@ func (g *Group) group(c *Call) {
 		}
 		c.ranges[len(c.ranges)-1].hi = int32(i + 1)
 	}
+}
+
+// countingSort orders c's items by partition, stably, in linear time.
+func (g *Group) countingSort(c *Call) {
+	var counts [256]int32
+	var starts []int32
+	if len(g.parts) <= len(counts) {
+		starts = counts[:len(g.parts)+1]
+	} else {
+		starts = make([]int32, len(g.parts)+1)
+	}
+	for i := range c.Items {
+		starts[c.Items[i].Part+1]++
+	}
+	for p := 1; p < len(starts); p++ {
+		starts[p] += starts[p-1]
+	}
+	c.scratch = append(c.scratch[:0], c.Items...)
+	for _, it := range c.scratch {
+		c.Items[starts[it.Part]] = it
+		starts[it.Part]++
+	}
+	clear(c.scratch)
 }

@@ -46,7 +46,7 @@ func (p *Partition) handle(m msg) {
 		}
 		for i := m.lo; i < m.hi; i++ {
 			it := &c.Items[i]
-			delete(p.buckets, it.ID)
+			p.buckets.del(it.Hash, it.ID)
 			p.recs = append(p.recs, wal.Record{Name: it.ID.Name, Key: it.ID.Key, Shard: it.ID.Shard, Delete: true})
 			it.wrote = true
 		}
@@ -85,7 +85,7 @@ func (p *Partition) load(m msg, hold bool) {
 }
 
 func (p *Partition) loadItem(it *Item) {
-	e, ok := p.buckets[it.ID]
+	e, ok := p.buckets.get(it.Hash, it.ID)
 	if ok {
 		it.State, it.Exists = e.s, true
 	} else {
@@ -161,10 +161,10 @@ func (p *Partition) commit(m msg) {
 func (p *Partition) store(it *Item) {
 	rec := wal.Record{Name: it.ID.Name, Key: it.ID.Key, Shard: it.ID.Shard}
 	if it.Lim.Full(it.State, p.now) {
-		delete(p.buckets, it.ID)
+		p.buckets.del(it.Hash, it.ID)
 		rec.Delete = true
 	} else {
-		p.buckets[it.ID] = entry{s: it.State, lim: it.Lim}
+		p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: it.Lim})
 		rec.Value, rec.TS = it.State.Value, it.State.TS
 	}
 	p.recs = append(p.recs, rec)

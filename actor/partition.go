@@ -3,7 +3,6 @@ package actor
 import (
 	"sync"
 
-	"github.com/seed7fbd42b6/ratelimit/bucket"
 	"github.com/seed7fbd42b6/ratelimit/wal"
 )
 
@@ -26,11 +25,6 @@ type msg struct {
 	lo, hi int32
 }
 
-type entry struct {
-	s   bucket.State
-	lim *bucket.Limit // nil for a bucket recovered under an unknown limit
-}
-
 // Partition owns a set of buckets. All its fields below mu are touched only
 // by its goroutine (or by functions run through Group.Run).
 type Partition struct {
@@ -44,7 +38,7 @@ type Partition struct {
 
 	log     Log
 	clock   func() int64
-	buckets map[BucketID]entry
+	buckets table
 	held    map[BucketID]*Call // buckets prepared by a call, until its commit or abort
 	parked  map[BucketID][]msg // messages waiting for a held bucket
 	ready   []msg              // parked messages whose bucket was released
@@ -60,7 +54,7 @@ func newPartition(log Log, clock func() int64) *Partition {
 		exited:  make(chan struct{}),
 		log:     log,
 		clock:   clock,
-		buckets: make(map[BucketID]entry),
+		buckets: newTable(),
 		held:    make(map[BucketID]*Call),
 		parked:  make(map[BucketID][]msg),
 	}

@@ -6,20 +6,26 @@ import "github.com/seed7fbd42b6/ratelimit/bucket"
 // partition's own goroutine.
 
 // Len is the number of buckets the partition holds in memory.
-func (p *Partition) Len() int { return len(p.buckets) }
+func (p *Partition) Len() int { return p.buckets.len() }
 
 // Sweep drops every bucket that has refilled to full by now (a full bucket
 // equals an absent one; its last record projects to full too) and visits the
 // others, if visit is not nil. It returns how many it dropped. Buckets of an
 // unknown limit (recovered, never touched since) are kept.
 func (p *Partition) Sweep(now int64, visit func(BucketID, bucket.State)) (dropped int) {
-	for id, e := range p.buckets {
+	for h, e := range p.buckets.main {
 		if e.lim != nil && e.lim.Full(e.s, now) {
-			delete(p.buckets, id)
+			p.buckets.del(h, e.id)
 			dropped++
-			continue
+		} else if visit != nil {
+			visit(e.id, e.s)
 		}
-		if visit != nil {
+	}
+	for id, e := range p.buckets.overflow {
+		if e.lim != nil && e.lim.Full(e.s, now) {
+			delete(p.buckets.overflow, id)
+			dropped++
+		} else if visit != nil {
 			visit(id, e.s)
 		}
 	}

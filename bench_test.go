@@ -1,0 +1,112 @@
+package ratelimit
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+const benchKeys = 1 << 16
+
+var benchKeyNames = func() []string {
+	ks := make([]string, benchKeys)
+	for i := range ks {
+		ks[i] = "user-" + strconv.Itoa(i)
+	}
+	return ks
+}()
+
+func benchLimiter(b *testing.B, path string) *Limiter {
+	b.Helper()
+	l, err := Open(Options{Path: path, Limits: map[string]Config{
+		"user": {Kind: TokenBucket, Rate: 1e9, Period: time.Second},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
+}
+
+// BenchmarkLimit is one Limit call per operation, memory mode, with
+// b.RunParallel goroutines (-cpu sets how many per GOMAXPROCS).
+func BenchmarkLimit(b *testing.B) {
+	for _, par := range []int{1, 16, 256} {
+		b.Run("callers="+strconv.Itoa(par), func(b *testing.B) {
+			l := benchLimiter(b, "")
+			ctx := context.Background()
+			var seq atomic.Uint64
+			b.ReportAllocs()
+			b.SetParallelism(par)
+			b.RunParallel(func(pb *testing.PB) {
+				i := seq.Add(1) * 7919
+				for pb.Next() {
+					i++
+					if _, err := l.Limit(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkLimitMany decides 64 requests per call.
+func BenchmarkLimitMany(b *testing.B) {
+	l := benchLimiter(b, "")
+	ctx := context.Background()
+	var seq atomic.Uint64
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		rs := make([]Request, 64)
+		out := make([]Decision, 0, 64)
+		i := seq.Add(1) * 7919
+		for pb.Next() {
+			for j := range rs {
+				i++
+				rs[j] = Request{Name: "user", Key: benchKeyNames[i%benchKeys]}
+			}
+			out = l.LimitMany(ctx, rs, out)
+		}
+	})
+	b.ReportMetric(float64(b.N*64)/b.Elapsed().Seconds(), "decisions/s")
+}
+
+// BenchmarkStripedRate is the baseline people hand-roll: a map of
+// x/time/rate limiters behind 64 striped mutexes.
+func BenchmarkStripedRate(b *testing.B) {
+	type stripe struct {
+		sync.Mutex
+		m map[string]*rate.Limiter
+		_ [40]byte
+	}
+	var stripes [64]stripe
+	for i := range stripes {
+		stripes[i].m = make(map[string]*rate.Limiter)
+	}
+	var seq atomic.Uint64
+	b.ReportAllocs()
+	b.SetParallelism(256)
+	b.RunParallel(func(pb *testing.PB) {
+		i := seq.Add(1) * 7919
+		for pb.Next() {
+			i++
+			k := benchKeyNames[i%benchKeys]
+			s := &stripes[i%64]
+			s.Lock()
+			lim, ok := s.m[k]
+			if !ok {
+				lim = rate.NewLimiter(1e9, 1e9)
+				s.m[k] = lim
+			}
+			lim.Allow()
+			s.Unlock()
+		}
+	})
+}

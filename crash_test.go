@@ -1,0 +1,184 @@
+package ratelimit
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The crash test: a child process (this test binary, re-executed) grants
+// under concurrency and prints each acknowledged grant; the parent kills it
+// with SIGKILL at a random moment, several rounds on the same file, and
+// after each round checks that every acknowledged grant is still counted,
+// and nothing beyond what was in flight. The clock is frozen, so a bucket's
+// value is exactly capacity minus what was granted.
+
+const (
+	crashChildEnv = "RATELIMIT_CRASH_CHILD"
+	crashWorkers  = 48
+	crashCap      = 1e12
+)
+
+var crashKeys = []string{"a", "b", "c", "d"}
+
+func crashOptions(path string) Options {
+	t0 := time.Unix(1_700_000_000, 0)
+	return Options{
+		Path: path,
+		Now:  func() time.Time { return t0 },
+		Limits: map[string]Config{
+			"key":    {Kind: TokenBucket, Rate: crashCap, Period: time.Hour},
+			"global": {Kind: TokenBucket, Rate: crashCap, Period: time.Hour, Shards: 4},
+		},
+		SnapshotBytes: -1, SnapshotInterval: -1, SweepInterval: -1,
+	}
+}
+
+// TestCrashChild is the child's body; it does nothing unless re-executed.
+func TestCrashChild(t *testing.T) {
+	path := os.Getenv(crashChildEnv)
+	if path == "" {
+		t.Skip("run by TestCrashRecovery")
+	}
+	l, err := Open(crashOptions(path))
+	if err != nil {
+		fmt.Println("open-error", err)
+		os.Exit(3)
+	}
+	var out sync.Mutex
+	w := bufio.NewWriter(os.Stdout)
+	report := func(line string) {
+		out.Lock()
+		w.WriteString(line)
+		w.WriteByte('\n')
+		w.Flush() // one write per acknowledgement: the parent's ledger
+		out.Unlock()
+	}
+	go func() { // snapshots under load, so crashes land on both sides of one
+		for {
+			time.Sleep(15 * time.Millisecond)
+			l.Snapshot()
+		}
+	}()
+	report("ready")
+	ctx := context.Background()
+	for i := 0; i < crashWorkers; i++ {
+		go func(i int) {
+			r := rand.New(rand.NewPCG(uint64(i), uint64(os.Getpid())))
+			for {
+				key := crashKeys[r.IntN(len(crashKeys))]
+				n := float64(1 + r.IntN(3))
+				switch r.IntN(3) {
+				case 0:
+					if s, err := l.Limit(ctx, Request{Name: "key", Key: key, Count: n}); err == nil && s.OK {
+						report(fmt.Sprintf("key %s %v", key, n))
+					}
+				case 1:
+					if s, err := l.Limit(ctx, Request{Name: "global", Count: n}); err == nil && s.OK {
+						report(fmt.Sprintf("global - %v", n))
+					}
+				default:
+					if s, err := l.LimitAll(ctx, Request{Name: "key", Key: key, Count: n}, Request{Name: "global", Count: n}); err == nil && s.OK {
+						report(fmt.Sprintf("all %s %v", key, n))
+					}
+				}
+			}
+		}(i)
+	}
+	select {}
+}
+
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test skipped in -short mode")
+	}
+	path := filepath.Join(t.TempDir(), "crash.db")
+	acked := map[string]float64{} // "key/a", "global/" -> tokens acknowledged, all rounds
+	const rounds = 4
+	for round := 0; round < rounds; round++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		if !sc.Scan() || sc.Text() != "ready" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("round %d: child did not start: %q", round, sc.Text())
+		}
+		killAfter := time.Duration(100+rand.IntN(400)) * time.Millisecond
+		timer := time.AfterFunc(killAfter, func() { cmd.Process.Signal(syscall.SIGKILL) })
+		lines := 0
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) != 3 {
+				continue // a line torn by the kill was never fully acknowledged
+			}
+			n, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				continue
+			}
+			lines++
+			switch f[0] {
+			case "key":
+				acked["key/"+f[1]] += n
+			case "global":
+				acked["global/"] += n
+			case "all":
+				acked["key/"+f[1]] += n
+				acked["global/"] += n
+			}
+		}
+		timer.Stop()
+		err = cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("round %d: child ended by %v, not SIGKILL", round, err)
+		}
+		if lines == 0 {
+			t.Fatalf("round %d: child acknowledged nothing in %v", round, killAfter)
+		}
+
+		l, err := Open(crashOptions(path))
+		if err != nil {
+			t.Fatalf("round %d: reopen: %v", round, err)
+		}
+		// In flight at the kill: at most one request (of at most 3 tokens)
+		// per worker per round, on any one bucket.
+		slack := float64(crashWorkers * 3 * (round + 1))
+		check := func(name, key string) {
+			v := mustValue(t, l, name, key)
+			used := crashCap - v
+			want := acked[name+"/"+key]
+			if used < want {
+				t.Errorf("round %d: %s/%s counts %v tokens, but %v were acknowledged: lost grants", round, name, key, used, want)
+			}
+			if used > want+slack {
+				t.Errorf("round %d: %s/%s counts %v tokens, acknowledged %v, more than in flight", round, name, key, used, want)
+			}
+		}
+		for _, k := range crashKeys {
+			check("key", k)
+		}
+		check("global", "")
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: killed after %v, %d acknowledged grants so far %v", round, killAfter, lines, acked)
+	}
+}

@@ -1,0 +1,53 @@
+// Package ratelimit is an application-layer rate limiter that is durable,
+// exact and fast: token buckets and fixed windows per key, multi-token
+// requests, reservations, sharding for hot limits, and all-or-nothing use
+// of several limits, with every grant on disk before it is acknowledged.
+//
+// # Model
+//
+// Every limit is a set of buckets, one per key (and per shard). A bucket
+// stores two numbers: value (tokens; negative is reserved debt) and ts. An
+// absent bucket is a full one, so idle keys cost nothing. The arithmetic is
+// Convex's rate limiter's, stated exactly in package bucket.
+//
+// Buckets live on actor partitions (package actor): goroutines that own
+// their maps outright and decide the requests queued to them in batches,
+// with one clock reading per batch. A request on several buckets that live
+// on different partitions runs an ordered two-phase reservation.
+//
+// # Durability
+//
+// With Options.Path set, each grant, reservation and reset becomes a record
+// of the bucket's resulting absolute state, group-committed to a write-ahead
+// log in a bbolt file (package wal) before the caller hears "ok". Snapshots
+// (package snapshot) bound the log; Open recovers snapshot + log tail. A
+// crash loses no acknowledged grant (a grant in flight may or may not
+// survive; either way no one was told it happened).
+//
+// # Guarantees
+//
+//   - Never over-admits: across any span, restarts and concurrency included,
+//     granted tokens stay within capacity + rate*elapsed (token bucket) or the
+//     window bound (fixed window).
+//   - Fails closed: if a decision cannot be made or persisted, the answer is
+//     an error, never a silent grant. After a failed commit the limiter
+//     refuses every further grant (ErrUnavailable) until reopened.
+//   - Exact: with a frozen clock, a bucket's value is capacity minus the sum
+//     of acknowledged grants, bit for bit, under any concurrency.
+//   - Errors are for requests that cannot be decided (bad input: ErrInvalidCount,
+//     ErrInvalidConfig, ErrUnknownLimit; ErrClosed; a context's error;
+//     ErrUnavailable). An error consumes nothing, with one documented
+//     exception: a request whose context ends after a partition took it up
+//     may still be granted. A denial is Status.OK == false with a nil error.
+//
+// # Concurrency
+//
+// A Limiter is safe for concurrent use by any number of goroutines. Calls
+// never deadlock, including LimitAll calls on overlapping limits in any
+// order.
+//
+// # Time
+//
+// All times are integer nanoseconds; a clock going backwards neither mints
+// nor destroys tokens. Options.Now makes the clock injectable for tests.
+package ratelimit

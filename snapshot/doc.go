@@ -1,0 +1,49 @@
+// Package snapshot stores a fuzzy snapshot of the limiter's bucket states
+// in the same bbolt file as the wal log, so the log can be truncated.
+//
+// # Model
+//
+// The caller notes the log position P (wal.Log.Position), copies each
+// partition's buckets (no global stop), and calls Write with P, an each
+// function that emits every bucket as a wal.Record, and alsoInTx set to
+// log.TruncateTx(tx, P). Write stores the new snapshot, drops the old one
+// and truncates the log in one transaction. Recovery calls Load, applies
+// its records, then replays the log after the returned position. Records
+// are absolute states, so a bucket copied after a newer log record was
+// applied is simply rewritten by replay.
+//
+// # Guarantees
+//
+//   - Write is atomic: after it returns nil the new snapshot and whatever
+//     alsoInTx did are durable together; after an error (from each, emit,
+//     alsoInTx or the commit) the file is unchanged, old snapshot included.
+//   - Load delivers the records in emit order, each once, or fails with an
+//     error wrapping ErrCorrupt (and wal.ErrCorrupt); it never panics on a
+//     bad file (bbolt panics are recovered).
+//
+// # Concurrency
+//
+// Write and Load may run concurrently with a wal.Log on the same *bolt.DB.
+// bbolt allows one write transaction at a time, so log commits wait while
+// Write runs: each should emit from copies, quickly. Load uses a read
+// transaction and does not block the log.
+//
+// # On-disk format (Version 1)
+//
+// A top-level bbolt bucket "snapshot" (absent when there is no snapshot):
+//
+//	"snapshot" "head"   -> 32 bytes, big-endian:
+//	                       version uint32 (1), pos uint64, chunks uint64,
+//	                       records uint64, CRC-32C (Castagnoli) of the
+//	                       first 28 bytes uint32
+//	           "chunks" -> nested bucket:
+//	                       chunk index (uint64 big-endian, 0, 1, 2, ...) ->
+//	                       one wal batch (see package wal: BatchVersion 1
+//	                       header with count, length and CRC-32C, then the
+//	                       records), closed once it reaches ChunkSize (64 KiB)
+//
+// Load checks the head checksum and version, that chunk keys run 0..n-1
+// without gaps, every chunk as wal.DecodeBatch does, and that the chunk and
+// record totals match the head. Write deletes and recreates the whole
+// "snapshot" bucket.
+package snapshot

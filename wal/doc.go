@@ -1,0 +1,104 @@
+// Package wal is the limiter's durable log: a group-committed, append-only
+// sequence of Records in a bbolt file.
+//
+// # Model
+//
+// Every granted decision becomes a Record holding a bucket's resulting
+// absolute state (or its deletion), never a delta, so replaying a record
+// twice is harmless and only the per-bucket order matters. Partitions call
+// Log.Append once per batch of decisions; Append encodes the records into
+// the pending batch at once and never waits for the disk. One writer
+// goroutine takes everything pending, writes it as ONE log entry in ONE
+// bbolt transaction (one Put, one commit with its fsyncs), then calls
+// Committed on every waiter of that commit. Appends that arrive while a
+// commit runs form the next batch, so batches grow with load (pipelining),
+// with no timer. A caller must be acknowledged only after its waiter's
+// Committed(nil).
+//
+// Recovery: load the snapshot (package snapshot) tagged with position P,
+// then Log.Replay(P, ...). Snapshots truncate the log with Log.TruncateTx
+// in the snapshot's own transaction.
+//
+// # Guarantees
+//
+//   - Committed(nil) means the records are fsynced; after a crash, Replay
+//     returns them. bbolt commits are atomic, so a crash never leaves a torn
+//     batch: a batch is entirely present or entirely absent.
+//   - Replay returns batches in commit order and each record of a committed
+//     batch exactly once (per Replay). Records of one Append stay adjacent
+//     and in order; Appends by one goroutine keep their order.
+//   - A failed commit is sticky: every waiter of that batch and of every
+//     later Append gets an error wrapping ErrFailed, Err returns it, and
+//     nothing is retried. The limiter then fails closed. Records of the
+//     failed batch may or may not be on disk; callers were told "error",
+//     which is conservative for a rate limiter.
+//   - A checksum or framing failure on read can only mean corruption (not
+//     a torn write): Replay stops with an error wrapping ErrCorrupt naming
+//     the batch's sequence number, after delivering every earlier batch and
+//     nothing of the bad one. Open and Replay convert bbolt panics on
+//     garbage pages, and faults on the mapped file, into ErrCorrupt.
+//
+// # Concurrency
+//
+// A Log is safe for concurrent use. Append, Err, Position, Written and Stats
+// may be called from any goroutine; Err, Position, Written and Stats are
+// atomic loads. Committed is called from the writer goroutine, outside any
+// lock of the Log, and must not block (nor call Close). Replay should run
+// before the first Append.
+//
+// Two Logs on one file exclude each other with bbolt's flock, also within
+// one process: the second Open fails with ErrLocked after LockTimeout.
+//
+// # On-disk format (FormatVersion 1)
+//
+// One bbolt file. Top-level buckets owned by this package:
+//
+//	"meta"  "magic"     -> Magic ("seed7fbd42b6/ratelimit/wal", ASCII)
+//	        "version"   -> FormatVersion, uint32 big-endian (1)
+//	        "truncated" -> uint64 big-endian: the highest sequence number
+//	                       TruncateTx ever dropped (absent until then)
+//	"log"   seq (uint64 big-endian, 1, 2, 3, ...) -> one batch (below)
+//
+// The log bucket is written with FillPercent 1.0 (keys only grow). The
+// position after Open is max(last log key, "truncated"), so sequence
+// numbers never repeat even when the log is empty. Other top-level buckets
+// (package snapshot's "snapshot") may share the file. Open creates "meta"
+// and "log" in a file with no buckets; a bbolt file with other buckets but
+// no "meta", or with the wrong magic, is ErrCorrupt; a higher version is
+// ErrVersion.
+//
+// Batch encoding (BatchVersion 1), also used by package snapshot:
+//
+//	offset size
+//	0      1     version, 1
+//	1      4     record count, uint32 little-endian
+//	5      4     payload length in bytes, uint32 little-endian
+//	9      4     CRC-32C (Castagnoli) of the payload, uint32 little-endian
+//	13     ...   payload: count records, back to back, nothing after
+//
+// Record encoding:
+//
+//	flags  1 byte; bit 0 = Delete; other bits must be 0
+//	shard  uvarint (encoding/binary), <= 2^32-1
+//	name   uvarint length, then that many bytes (length <= MaxFieldLen)
+//	key    uvarint length, then that many bytes (length <= MaxFieldLen)
+//	value  8 bytes, IEEE-754 bits of the float64, little-endian
+//	ts     8 bytes, int64 two's complement, little-endian (Unix ns)
+//
+// A delete record carries Value and TS as given (normally zero). Decoding
+// rejects, with ErrCorrupt and never a panic: a short header, a version of
+// 0, a payload length that differs from the bytes present or exceeds
+// MaxBatchPayload, a checksum mismatch, a count that the payload cannot
+// hold, unknown flag bits, non-minimal or overflowing varints, a shard above
+// 2^32-1, a field longer than MaxFieldLen or than the bytes left, a record
+// cut short, and bytes left over after the last record. A batch version
+// above BatchVersion is ErrVersion. An empty batch (count 0) is valid.
+//
+// # Caveats
+//
+//   - Snapshot writes and TruncateTx run in their own bbolt write
+//     transactions; bbolt serialises writers, so log commits wait while a
+//     snapshot transaction is open.
+//   - A panic during Open on a corrupt file may leave that file's memory
+//     mapping behind (the descriptor and lock are released).
+package wal

@@ -1,0 +1,52 @@
+package wal
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// chanWaiter delivers Committed's error on a channel (buffer it by 1).
+type chanWaiter chan error
+
+func (c chanWaiter) Committed(err error) { c <- err }
+
+// syncWaiter records the outcome; for calls made before Append returns.
+type syncWaiter struct {
+	called bool
+	err    error
+}
+
+func (w *syncWaiter) Committed(err error) { w.called, w.err = true, err }
+
+func tempPath(t *testing.T) string {
+	return filepath.Join(t.TempDir(), "sub", "dir", "wal.db")
+}
+
+func mustOpen(t *testing.T, path string, opts Options) *Log {
+	t.Helper()
+	l, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// appendWait appends recs and waits for the commit.
+func appendWait(t *testing.T, l *Log, recs ...Record) {
+	t.Helper()
+	w := make(chanWaiter, 1)
+	l.Append(recs, w)
+	if err := <-w; err != nil {
+		t.Fatalf("Committed: %v", err)
+	}
+}
+
+func replayAll(t *testing.T, l *Log, after uint64) []Record {
+	t.Helper()
+	var got []Record
+	if err := l.Replay(after, func(r Record) error { got = append(got, r); return nil }); err != nil {
+		t.Fatalf("Replay: %v", err)
+	}
+	return got
+}

@@ -1,0 +1,172 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Options configures Open. The zero value is valid.
+type Options struct {
+	// LockTimeout is how long Open waits for another Log (in this or
+	// another process) to release the file lock. 0 means 1s; a negative
+	// value means do not wait at all beyond one attempt.
+	LockTimeout time.Duration
+	// Logger receives commit failures (Error) and open/close events
+	// (Debug). nil discards.
+	Logger *slog.Logger
+	// BeforeCommit, if set, runs inside each log write transaction just
+	// before commit, with the batch's sequence number. A non-nil error
+	// aborts that commit exactly as an I/O failure would. For
+	// fault-injection tests.
+	BeforeCommit func(seq uint64) error
+	// NoFreelistSync is passed to bbolt: commits skip writing the
+	// freelist (faster), and Open rebuilds it by scanning the file
+	// (slower Open on large files). false by default.
+	NoFreelistSync bool
+}
+
+// Log is a durable, group-committed log of Records in a bbolt file. It is
+// safe for concurrent use. See the package documentation.
+type Log struct {
+	db     *bolt.DB
+	opts   Options
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	pending *pendingBatch // records and waiters not yet handed to the writer
+	spare   *pendingBatch // the other buffer, owned by the writer while it commits
+	closing bool          // Close has begun: Append refuses
+	wake    chan struct{} // 1-buffered: pending became non-empty, or closing
+	done    chan struct{} // closed when the writer exits
+
+	seq     uint64 // last sequence number used; writer goroutine only
+	key     [8]byte
+	failure atomic.Pointer[error] // sticky commit error
+	pos     atomic.Uint64
+	written atomic.Int64
+	stats   statCounters
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens or creates the log file at path and starts its writer.
+func Open(path string, opts Options) (*Log, error) {
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = time.Second
+	} else if opts.LockTimeout < 0 {
+		opts.LockTimeout = time.Nanosecond
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("wal: create directory: %w", err)
+	}
+	db, last, err := openDB(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		db:      db,
+		opts:    opts,
+		logger:  logger,
+		pending: new(pendingBatch),
+		spare:   new(pendingBatch),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		seq:     last,
+	}
+	l.pos.Store(last)
+	logger.Debug("wal: opened", "path", path, "position", last)
+	go l.run()
+	return l, nil
+}
+
+// openDB opens the bbolt file and validates or creates the meta bucket. It
+// converts panics from bbolt on garbage pages (and faults on the mapped
+// file) into ErrCorrupt, closing the file so its lock is released.
+func openDB(path string, opts Options) (db *bolt.DB, last uint64, err error) {
+	var file *os.File
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			if db != nil {
+				closeQuietly(db)
+			} else if file != nil {
+				_ = file.Close()
+			}
+			db, last, err = nil, 0, fmt.Errorf("%w: bbolt panicked: %v (file %s)", ErrCorrupt, p, path)
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        opts.LockTimeout,
+		NoFreelistSync: opts.NoFreelistSync,
+		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, mode)
+			file = f
+			return f, err
+		},
+	})
+	if err != nil {
+		return nil, 0, mapOpenError(path, err)
+	}
+	if last, err = initMeta(db); err != nil {
+		closeQuietly(db)
+		return nil, 0, fmt.Errorf("%w (file %s)", err, path)
+	}
+	return db, last, nil
+}
+
+func closeQuietly(db *bolt.DB) {
+	defer func() { _ = recover() }()
+	_ = db.Close()
+}
+
+// mapOpenError classifies a bbolt.Open error: a lock timeout is ErrLocked,
+// a failure to open the file itself (permissions, a directory, ...) is
+// returned as is, and anything else concerns the file's content (bad meta
+// pages, too small, bad mapping) and is ErrCorrupt.
+func mapOpenError(path string, err error) error {
+	var pathErr *fs.PathError
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("%w: %w (file %s)", ErrLocked, err, path)
+	case errors.As(err, &pathErr):
+		return fmt.Errorf("wal: open: %w", err)
+	}
+	return fmt.Errorf("%w: %w (file %s)", ErrCorrupt, err, path)
+}
+
+// Err returns the sticky error (wrapping ErrFailed) once a commit has
+// failed, nil while the log is healthy.
+func (l *Log) Err() error {
+	if p := l.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Position returns the sequence number of the last committed batch (0 when
+// none has ever been committed). It survives truncation and reopening.
+func (l *Log) Position() uint64 { return l.pos.Load() }
+
+// Written returns the encoded bytes committed to the log since Open.
+func (l *Log) Written() int64 { return l.written.Load() }
+
+// DB returns the underlying bbolt database, for snapshots sharing the file.
+// Do not close it; use Log.Close.
+func (l *Log) DB() *bolt.DB { return l.db }

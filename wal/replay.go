@@ -1,0 +1,104 @@
+package wal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"runtime/debug"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Replay calls fn with every record of every committed batch whose sequence
+// number is greater than after, in log order. It is meant for recovery,
+// before the first Append. A batch that fails validation, or a gap in the
+// sequence, stops Replay with an error wrapping ErrCorrupt that names the
+// sequence number; fn has then seen every record of every earlier batch and
+// none of the bad one. An error from fn stops Replay and is returned as is.
+func (l *Log) Replay(after uint64, fn func(Record) error) (err error) {
+	if after == math.MaxUint64 {
+		return nil
+	}
+	inFn := false
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverCorrupt(&err, "replay", &inFn)
+	return l.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(logBucket).Cursor()
+		var start [8]byte
+		binary.BigEndian.PutUint64(start[:], after+1)
+		var prev uint64
+		for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
+			if len(k) != 8 {
+				return fmt.Errorf("%w: log key %x is not a sequence number", ErrCorrupt, k)
+			}
+			seq := binary.BigEndian.Uint64(k)
+			if prev != 0 && seq != prev+1 {
+				return fmt.Errorf("%w: log batch %d follows %d", ErrCorrupt, seq, prev)
+			}
+			prev = seq
+			fnErr := error(nil)
+			err := DecodeBatch(v, func(r Record) error {
+				inFn = true
+				fnErr = fn(r)
+				inFn = false
+				return fnErr
+			})
+			if fnErr != nil {
+				return fnErr
+			}
+			if err != nil {
+				return fmt.Errorf("wal: log batch %d: %w", seq, err)
+			}
+		}
+		return nil
+	})
+}
+
+// TruncateTx deletes every log batch with sequence number <= upTo inside
+// tx, a writable transaction on DB(), and records upTo so that Position
+// (and the next sequence number) never goes back, even after reopening an
+// emptied log. upTo beyond Position is refused with ErrPosition.
+func (l *Log) TruncateTx(tx *bolt.Tx, upTo uint64) error {
+	if pos := l.Position(); upTo > pos {
+		return fmt.Errorf("%w: truncate up to %d, position is %d", ErrPosition, upTo, pos)
+	}
+	meta, lb := tx.Bucket(metaBucket), tx.Bucket(logBucket)
+	if meta == nil || lb == nil {
+		return fmt.Errorf("%w: meta or log bucket missing", ErrCorrupt)
+	}
+	var mark [8]byte
+	if t := meta.Get(truncatedKey); len(t) == 8 && binary.BigEndian.Uint64(t) >= upTo {
+		upTo = binary.BigEndian.Uint64(t)
+	}
+	binary.BigEndian.PutUint64(mark[:], upTo)
+	if err := meta.Put(truncatedKey, mark[:]); err != nil {
+		return err
+	}
+	c := lb.Cursor()
+	// Re-seek after each Delete: a bbolt cursor may skip an item when
+	// Next follows Delete.
+	for k, _ := c.First(); k != nil; k, _ = c.First() {
+		if len(k) != 8 {
+			return fmt.Errorf("%w: log key %x is not a sequence number", ErrCorrupt, k)
+		}
+		if binary.BigEndian.Uint64(k) > upTo {
+			break
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoverCorrupt converts a panic from bbolt reading a garbage page into an
+// error wrapping ErrCorrupt; bbolt rolls the transaction back first. A panic
+// raised while *inFn (the caller's callback runs) is not ours: it goes on.
+func recoverCorrupt(err *error, what string, inFn *bool) {
+	if p := recover(); p != nil {
+		if *inFn {
+			panic(p)
+		}
+		*err = fmt.Errorf("%w: %s: bbolt panicked: %v", ErrCorrupt, what, p)
+	}
+}

@@ -1,0 +1,180 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// pendingBatch is one commit's worth of encoded records and their waiters.
+// Two of them alternate: producers fill one while the writer commits the
+// other, and both keep their buffers.
+type pendingBatch struct {
+	buf     []byte // BatchHeaderSize bytes of header space, then records
+	count   int
+	waiters []Waiter
+}
+
+func (b *pendingBatch) empty() bool { return len(b.waiters) == 0 }
+
+// release calls every waiter with err and resets b for reuse.
+func (b *pendingBatch) release(err error) {
+	for i, w := range b.waiters {
+		w.Committed(err)
+		b.waiters[i] = nil
+	}
+	b.waiters = b.waiters[:0]
+	b.buf = b.buf[:0]
+	b.count = 0
+}
+
+// Append encodes recs into the pending batch and queues w, which is called
+// once that batch is committed (or has failed). recs may be reused as soon
+// as Append returns. Append never waits for the disk.
+//
+// If the log has failed or is closed, or a record is too large (ErrTooLarge),
+// w.Committed is called with the error before Append returns, and nothing
+// is appended. With no records, w is a barrier: it is called once every
+// record appended before it is durable (with nil, or the sticky error),
+// without a commit of its own.
+func (l *Log) Append(recs []Record, w Waiter) {
+	for _, r := range recs {
+		if err := CheckRecord(r); err != nil {
+			w.Committed(err)
+			return
+		}
+	}
+	l.mu.Lock()
+	err := l.Err()
+	if l.closing {
+		err = ErrClosed
+	}
+	if err != nil {
+		l.mu.Unlock()
+		w.Committed(err)
+		return
+	}
+	b := l.pending
+	wasEmpty := b.empty()
+	if len(b.buf) == 0 {
+		b.buf = append(b.buf, make([]byte, BatchHeaderSize)...)
+	}
+	n := len(b.buf)
+	for _, r := range recs {
+		b.buf = AppendRecord(b.buf, r)
+	}
+	if len(b.buf) > BatchHeaderSize+MaxBatchPayload {
+		b.buf = b.buf[:n]
+		l.mu.Unlock()
+		w.Committed(fmt.Errorf("%w: pending batch would exceed %d bytes", ErrTooLarge, MaxBatchPayload))
+		return
+	}
+	b.count += len(recs)
+	b.waiters = append(b.waiters, w)
+	l.mu.Unlock()
+	if wasEmpty {
+		l.signal()
+	}
+}
+
+func (l *Log) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the writer goroutine: it takes everything pending, commits it in
+// one transaction, releases its waiters, and repeats; it exits once closing
+// and nothing is pending.
+func (l *Log) run() {
+	defer close(l.done)
+	for {
+		l.mu.Lock()
+		for l.pending.empty() && !l.closing {
+			l.mu.Unlock()
+			<-l.wake
+			l.mu.Lock()
+		}
+		if l.pending.empty() {
+			l.mu.Unlock()
+			return
+		}
+		b := l.pending
+		l.pending, l.spare = l.spare, nil
+		l.mu.Unlock()
+
+		b.release(l.commit(b))
+
+		l.mu.Lock()
+		l.spare = b
+		l.mu.Unlock()
+	}
+}
+
+// commit makes b durable as the next log entry. A batch without records
+// (only barrier waiters) needs no transaction: everything before it was
+// committed by earlier iterations.
+func (l *Log) commit(b *pendingBatch) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if b.count == 0 {
+		return nil
+	}
+	sealBatch(b.buf, b.count)
+	seq := l.seq + 1
+	start := time.Now()
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		lb := tx.Bucket(logBucket)
+		lb.FillPercent = 1.0
+		binary.BigEndian.PutUint64(l.key[:], seq)
+		if err := lb.Put(l.key[:], b.buf); err != nil {
+			return err
+		}
+		if l.opts.BeforeCommit != nil {
+			return l.opts.BeforeCommit(seq)
+		}
+		return nil
+	})
+	if err != nil {
+		err = fmt.Errorf("%w: commit of batch %d (%d records): %w", ErrFailed, seq, b.count, err)
+		l.failure.Store(&err)
+		l.stats.failed.Add(1)
+		l.logger.Error("wal: commit failed; log is now read-only", "seq", seq, "records", b.count, "err", err)
+		return err
+	}
+	l.seq = seq
+	l.pos.Store(seq)
+	l.written.Add(int64(len(b.buf)))
+	l.stats.record(b.count, len(b.buf), time.Since(start))
+	return nil
+}
+
+// Close commits everything pending (releasing its waiters), stops the
+// writer and closes the file. Appends after Close begins get ErrClosed.
+// It returns the log's sticky error, if any commit ever failed, joined with
+// any error from closing the file. Later calls return nil.
+func (l *Log) Close() error {
+	first := false
+	l.closeOnce.Do(func() {
+		first = true
+		l.mu.Lock()
+		l.closing = true
+		l.mu.Unlock()
+		l.signal()
+		<-l.done
+		l.closeErr = l.Err()
+		if err := l.db.Close(); err != nil {
+			l.closeErr = errors.Join(l.closeErr, fmt.Errorf("wal: close: %w", err))
+		}
+		l.logger.Debug("wal: closed", "position", l.Position())
+	})
+	if !first {
+		return nil
+	}
+	return l.closeErr
+}
