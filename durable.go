@@ -98,6 +98,7 @@ func (l *Limiter) Snapshot() error {
 	}
 	l.lastSnap.Store(time.Now().UnixNano())
 	l.snapBytes.Store(written)
+	l.snapshots.Add(1)
 	l.logger.Debug("ratelimit: snapshot written", "pos", pos, "buckets", len(recs))
 	return nil
 }

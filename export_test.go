@@ -1,5 +1,30 @@
 package ratelimit
 
-import "github.com/seed7fbd42b6/ratelimit/actor"
+import (
+	"math"
+
+	"github.com/seed7fbd42b6/ratelimit/actor"
+)
 
 type actorPartition = actor.Partition
+
+// shardValues reads every shard of (name, key), projected to now.
+func shardValues(t interface{ Fatal(...any) }, l *Limiter, name, key string) []float64 {
+	d, err := l.resolve(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := actor.NewCall()
+	defer c.Release()
+	l.addShards(c, d, key)
+	l.group.Peek(c)
+	now := l.now()
+	vs := make([]float64, d.shards)
+	for i := range c.Items {
+		vs[c.Items[i].ID.Shard] = d.shard.Project(c.Items[i].State, now).Value
+	}
+	return vs
+}
+
+func nan() float64 { return math.NaN() }
+func inf() float64 { return math.Inf(1) }

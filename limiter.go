@@ -34,6 +34,7 @@ type Limiter struct {
 	errors    atomic.Uint64 // requests answered with ErrUnavailable
 	lastSnap  atomic.Int64  // Unix nanoseconds of the last snapshot (or Open)
 	snapBytes atomic.Int64  // log bytes written when the last snapshot began
+	snapshots atomic.Uint64 // snapshots written since Open
 }
 
 // Open validates opts, recovers durable state if opts.Path is set, and
@@ -144,8 +145,7 @@ func (l *Limiter) one(ctx context.Context, r Request, op actor.Op) (Status, erro
 	if err := l.itemErr(c.ItemErr(0)); err != nil {
 		return Status{}, err
 	}
-	m := &c.Members[0]
-	return Status{OK: m.OK, RetryAfter: nanos(m.RetryAfter), Limit: d.name}, nil
+	return d.status(&c.Members[0], l.now()), nil
 }
 
 // LimitAll asks every request at once: all are granted or none is, never
@@ -185,21 +185,30 @@ func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 	if err := l.itemErr(c.FirstErr()); err != nil {
 		return Status{}, err
 	}
-	st := Status{OK: true}
+	granted := true
 	for i := range c.Members {
-		if !c.Members[i].OK {
-			st.OK = false
-		}
+		granted = granted && c.Members[i].OK
 	}
+	// The status is the member with the latest wait (of the denying ones,
+	// for a denial); Remaining is the least of the members'.
+	var st Status
+	now, least := l.now(), 0
 	for i := range c.Members {
 		m := &c.Members[i]
-		if m.OK != st.OK && st.OK == false {
-			continue // a denial's wait comes from the denying members
+		if m.OK && !granted {
+			continue
 		}
-		if st.Limit == "" || nanos(m.RetryAfter) > st.RetryAfter {
-			st.RetryAfter, st.Limit = nanos(m.RetryAfter), defs[i].name
+		if ms := defs[i].status(m, now); st.Limit == "" || ms.RetryAfter > st.RetryAfter {
+			st.RetryAfter, st.Limit = ms.RetryAfter, ms.Limit
 		}
 	}
+	for i := range c.Members {
+		if defs[i].status(&c.Members[i], now).Remaining < defs[least].status(&c.Members[least], now).Remaining {
+			least = i
+		}
+	}
+	ls := defs[least].status(&c.Members[least], now)
+	st.OK, st.Remaining, st.ResetAfter = granted, ls.Remaining, ls.ResetAfter
 	return st, nil
 }
 
@@ -249,7 +258,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 			return out
 		}
 	}
-	m := 0
+	m, now := 0, l.now()
 	for i := range out {
 		if out[i].Err != nil {
 			continue
@@ -257,7 +266,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		if err := l.itemErr(c.ItemErr(m)); err != nil {
 			out[i].Err = err
 		} else {
-			out[i].OK, out[i].RetryAfter = c.Members[m].OK, nanos(c.Members[m].RetryAfter)
+			out[i].Status = l.limits[out[i].Limit].statusOr(l, rs[i], &c.Members[m], now)
 		}
 		m++
 	}

@@ -152,3 +152,26 @@ func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string) {
 }
 
 func nanos(d int64) time.Duration { return time.Duration(d) }
+
+// status turns a member's outcome into a Status.
+func (d *limitDef) status(m *actor.Member, now int64) Status {
+	left := bucket.State{Value: m.Left, TS: m.LeftTS}
+	if m.B >= 0 { // two shards: report their average, scaled to the limit
+		left.Value = m.Left / 2
+	}
+	return Status{
+		OK:         m.OK,
+		RetryAfter: nanos(m.RetryAfter),
+		Limit:      d.name,
+		Remaining:  left.Value * float64(d.shards),
+		ResetAfter: nanos(d.shard.UntilFull(left, now)),
+	}
+}
+
+// statusOr is status for a LimitMany member whose limit may be inline.
+func (d *limitDef) statusOr(l *Limiter, r Request, m *actor.Member, now int64) Status {
+	if d == nil || r.Config != nil {
+		d, _ = l.resolve(r.Name, r.Config)
+	}
+	return d.status(m, now)
+}

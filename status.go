@@ -32,6 +32,14 @@ type Status struct {
 	// Limit is the name of the limit that decided: for a denial by LimitAll,
 	// the denying member with the latest RetryAfter.
 	Limit string
+	// Remaining is the tokens left in that limit's bucket after the
+	// decision (negative: reserved debt); for LimitAll, of the member with
+	// the fewest. For a sharded limit it is an estimate: the deciding
+	// shards' average times the shard count.
+	Remaining float64
+	// ResetAfter is how long that bucket needs to be full again, if nothing
+	// else uses it (an estimate for a sharded limit, as Remaining).
+	ResetAfter time.Duration
 }
 
 // Err returns nil for a grant and, for a denial, a *RateLimitedError that

@@ -56,6 +56,8 @@ type Member struct {
 
 	OK         bool
 	RetryAfter int64
+	Left       float64 // tokens left after the decision in its bucket(s), summed
+	LeftTS     int64   // the (latest) state time of those buckets
 }
 
 // Call is one caller's request; see the package doc. Calls are pooled: get
@@ -68,6 +70,10 @@ type Call struct {
 	Atomic bool
 	// Now is the time a coordinator-decided call was decided at.
 	Now int64
+	// DecideFn, if set, replaces the member-by-member decision of an atomic
+	// call: it reads the items' States, sets State and Write on the ones to
+	// store, and reports whether to commit.
+	DecideFn func(c *Call, now int64) bool
 
 	fn        func(*Partition) // for Run
 	ranges    []span
@@ -97,7 +103,7 @@ func NewCall() *Call { return callPool.Get().(*Call) }
 func (c *Call) Release() {
 	clear(c.Items) // drop string references
 	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
-	c.Atomic, c.Now, c.fn, c.cancel = false, 0, nil, false
+	c.Atomic, c.Now, c.fn, c.cancel, c.DecideFn = false, 0, nil, false, nil
 	callPool.Put(c)
 }
 

@@ -12,14 +12,21 @@ func decideMember(c *Call, m *Member, now int64) {
 		}
 		d := a.Lim.Take(a.State, now, m.Count, m.Reserve)
 		m.OK, m.RetryAfter = d.OK, d.RetryAfter
-		if d.OK && m.Op == OpTake {
-			a.State, a.Write = d.Next, true
+		left := a.Lim.Project(a.State, now)
+		if d.OK {
+			left = d.Next
+			if m.Op == OpTake {
+				a.State, a.Write = d.Next, true
+			}
 		}
+		m.Left, m.LeftTS = left.Value, left.TS
 		return
 	}
 	b := &c.Items[c.Items[m.B].canon]
 	pr := a.Lim.TakeTwo(a.State, b.State, now, m.Count, m.Reserve)
 	m.OK, m.RetryAfter = pr.OK, pr.RetryAfter
+	la, lb := a.Lim.Project(pr.A, now), a.Lim.Project(pr.B, now)
+	m.Left, m.LeftTS = la.Value+lb.Value, max(la.TS, lb.TS)
 	if pr.OK && m.Op == OpTake {
 		if pr.WriteA {
 			a.State, a.Write = pr.A, true
@@ -33,6 +40,9 @@ func decideMember(c *Call, m *Member, now int64) {
 // decideAll decides every member in order, each seeing the ones before it,
 // and reports whether all were granted. When not, nothing is to be written.
 func decideAll(c *Call, now int64) bool {
+	if c.DecideFn != nil {
+		return c.DecideFn(c, now)
+	}
 	all := true
 	for i := range c.Members {
 		decideMember(c, &c.Members[i], now)
@@ -44,4 +54,36 @@ func decideAll(c *Call, now int64) bool {
 		}
 	}
 	return all
+}
+
+// count adds an atomic call's outcome (one decision) to n.
+func (n *Counts) count(c *Call, granted bool) {
+	if c.DecideFn != nil || !writes(c) {
+		return
+	}
+	if !granted {
+		n.Denials++
+		return
+	}
+	n.Grants++
+	for i := range c.Members {
+		if c.Members[i].RetryAfter > 0 {
+			n.Reservations++
+			return
+		}
+	}
+}
+
+// countMember adds one independent member's outcome to n.
+func (n *Counts) countMember(m *Member) {
+	switch {
+	case m.Op != OpTake:
+	case !m.OK:
+		n.Denials++
+	case m.RetryAfter > 0:
+		n.Grants++
+		n.Reservations++
+	default:
+		n.Grants++
+	}
 }

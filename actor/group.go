@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/seed7fbd42b6/ratelimit/bucket"
 )
@@ -14,6 +15,31 @@ import (
 type Group struct {
 	parts []*Partition
 	clock func() int64
+
+	mu     sync.Mutex
+	counts Counts // decisions made by coordinators (two-phase calls)
+}
+
+// Counts are decision counters.
+type Counts struct {
+	Grants, Denials, Reservations uint64
+	Live                          int // buckets held in memory
+}
+
+// Counts sums the partitions' and coordinators' counters.
+func (g *Group) Counts() Counts {
+	g.mu.Lock()
+	n := g.counts
+	g.mu.Unlock()
+	for i := range g.parts {
+		g.Run(i, func(p *Partition) {
+			n.Grants += p.counts.Grants
+			n.Denials += p.counts.Denials
+			n.Reservations += p.counts.Reservations
+			n.Live += p.buckets.len()
+		})
+	}
+	return n
 }
 
 // NewGroup makes n partitions sharing log and clock (Unix nanoseconds).
@@ -113,7 +139,11 @@ func (g *Group) twoPhase(ctx context.Context, c *Call) error {
 		return err
 	}
 	c.Now = g.clock()
-	if decideAll(c, c.Now) {
+	granted := decideAll(c, c.Now)
+	g.mu.Lock()
+	g.counts.count(c, granted)
+	g.mu.Unlock()
+	if granted {
 		g.phase(c, kindCommit, c.ranges)
 	} else {
 		g.phase(c, kindAbort, c.ranges)

@@ -99,7 +99,9 @@ func (p *Partition) decide(m msg) {
 	wrote := false
 	if c.Atomic {
 		p.load(m, false)
-		if decideAll(c, p.now) {
+		granted := decideAll(c, p.now)
+		p.counts.count(c, granted)
+		if granted {
 			for i := m.lo; i < m.hi; i++ {
 				if it := &c.Items[i]; it.Write {
 					p.store(it)
@@ -119,6 +121,7 @@ func (p *Partition) decide(m msg) {
 				p.loadItem(&c.Items[mem.B])
 			}
 			decideMember(c, mem, p.now)
+			p.counts.countMember(mem)
 			for _, j := range [2]int32{mem.A, mem.B} {
 				if j >= 0 && c.Items[j].Write {
 					p.store(&c.Items[j])
@@ -188,6 +191,9 @@ func (p *Partition) release(m msg) {
 
 // writes reports whether deciding c may store anything.
 func writes(c *Call) bool {
+	if c.DecideFn != nil {
+		return true
+	}
 	for i := range c.Members {
 		if c.Members[i].Op != OpCheck {
 			return true

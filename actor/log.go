@@ -17,7 +17,7 @@ type Log interface {
 type NopLog struct{}
 
 func (NopLog) Append(_ []wal.Record, w wal.Waiter) { w.Committed(nil) }
-func (NopLog) Err() error                         { return nil }
+func (NopLog) Err() error                          { return nil }
 
 // batchWaiter releases one batch's writing messages after their commit.
 type batchWaiter struct{ msgs []msg }

@@ -46,6 +46,7 @@ type Partition struct {
 	now     int64              // the batch's clock reading
 	recs    []wal.Record       // this batch's records
 	pending []msg              // this batch's messages that wrote records
+	counts  Counts             // decisions made here
 }
 
 func newPartition(log Log, clock func() int64) *Partition {

@@ -123,3 +123,9 @@ func floorMod(a, m int64) int64 {
 	}
 	return r
 }
+
+// UntilFull is how long s needs, from now, to refill to Capacity.
+func (l *Limit) UntilFull(s State, now int64) int64 {
+	p := l.Project(s, now)
+	return l.waitFor(p, now, l.Capacity)
+}

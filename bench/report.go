@@ -1,0 +1,493 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// result is one cell's figures, as written to JSON.
+type result struct {
+	Scenario string `json:"scenario"`
+	Variant  string `json:"variant,omitempty"`
+	Impl     string `json:"impl"` // ours, striped, mutex, naive
+	Mode     string `json:"mode"` // memory, durable
+	Callers  int    `json:"callers"`
+	Batch    int    `json:"batch,omitempty"` // requests per call (limitmany)
+
+	Seconds         float64 `json:"seconds"`
+	Calls           int64   `json:"calls"`
+	Decisions       int64   `json:"decisions"`
+	Denied          int64   `json:"denied"`
+	Errors          int64   `json:"errors"`
+	FirstError      string  `json:"first_error,omitempty"`
+	DecisionsPerSec float64 `json:"decisions_per_sec"`
+	DeniedFraction  float64 `json:"denied_fraction"`
+
+	// Latency of one call (one decision; one batch for limitmany), from
+	// every Sample-th call of each worker.
+	Sample         int     `json:"latency_sample_every"`
+	LatencySamples uint64  `json:"latency_samples"`
+	P50            float64 `json:"p50_ns"`
+	P99            float64 `json:"p99_ns"`
+	P999           float64 `json:"p999_ns"`
+	Max            float64 `json:"max_ns"`
+
+	AllocsPerDecision float64 `json:"allocs_per_decision"`
+	BytesPerDecision  float64 `json:"bytes_per_decision"`
+
+	Check check `json:"admitted_check"`
+
+	// Runs holds each run's figures when -runs > 1; the figures above
+	// are then medians (figure by figure), the counts sums, and the check
+	// the worst run's.
+	Runs []*result `json:"runs,omitempty"`
+
+	// Ratios: ours / baseline, pair by pair (same scenario, callers and
+	// run). Throughput > 1 and latency < 1 favour ours.
+	Ratios map[string]ratio `json:"ratios,omitempty"`
+}
+
+type check struct {
+	OK          bool    `json:"ok"`
+	MaxFraction float64 `json:"max_fraction_of_allowed"` // most-used bucket's grants / allowance
+	Detail      string  `json:"detail,omitempty"`
+}
+
+type ratio struct {
+	Throughput float64  `json:"throughput"`
+	P50        float64  `json:"p50"`
+	P99        float64  `json:"p99"`
+	P999       float64  `json:"p999"`
+	Allocs     *float64 `json:"allocs,omitempty"` // absent when the baseline allocates nothing
+}
+
+func (r *result) fill(h *hist, mallocs, bytes uint64) {
+	if r.Seconds > 0 {
+		r.DecisionsPerSec = float64(r.Decisions) / r.Seconds
+	}
+	if r.Decisions > 0 {
+		r.DeniedFraction = float64(r.Denied) / float64(r.Decisions)
+		r.AllocsPerDecision = float64(mallocs) / float64(r.Decisions)
+		r.BytesPerDecision = float64(bytes) / float64(r.Decisions)
+	}
+	r.LatencySamples = h.n
+	r.P50 = float64(h.quantile(0.50))
+	r.P99 = float64(h.quantile(0.99))
+	r.P999 = float64(h.quantile(0.999))
+	r.Max = float64(h.max)
+}
+
+func (r *result) label() string {
+	s := r.Impl + "/" + r.Mode
+	if r.Variant != "" {
+		s += "/" + r.Variant
+	}
+	return s
+}
+
+func (r *result) ok() bool { return r.Check.OK && r.Errors == 0 }
+
+// combine folds the runs of one cell into one result.
+func combine(runs []*result) *result {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	c := *runs[0]
+	c.Runs = runs
+	c.Seconds, c.Calls, c.Decisions, c.Denied, c.Errors, c.LatencySamples = 0, 0, 0, 0, 0, 0
+	c.FirstError, c.Check = "", check{OK: true}
+	for _, r := range runs {
+		c.Seconds += r.Seconds
+		c.Calls += r.Calls
+		c.Decisions += r.Decisions
+		c.Denied += r.Denied
+		c.Errors += r.Errors
+		c.LatencySamples += r.LatencySamples
+		if c.FirstError == "" {
+			c.FirstError = r.FirstError
+		}
+		c.Max = max(c.Max, r.Max)
+		c.Check.MaxFraction = max(c.Check.MaxFraction, r.Check.MaxFraction)
+		if !r.Check.OK && c.Check.OK {
+			c.Check.OK, c.Check.Detail = false, r.Check.Detail
+		}
+	}
+	c.DecisionsPerSec = medianOf(runs, func(r *result) float64 { return r.DecisionsPerSec })
+	c.DeniedFraction = medianOf(runs, func(r *result) float64 { return r.DeniedFraction })
+	c.P50 = medianOf(runs, func(r *result) float64 { return r.P50 })
+	c.P99 = medianOf(runs, func(r *result) float64 { return r.P99 })
+	c.P999 = medianOf(runs, func(r *result) float64 { return r.P999 })
+	c.AllocsPerDecision = medianOf(runs, func(r *result) float64 { return r.AllocsPerDecision })
+	c.BytesPerDecision = medianOf(runs, func(r *result) float64 { return r.BytesPerDecision })
+	return &c
+}
+
+// medianOf returns the median of f over rs (the mean of the middle two for
+// an even count).
+func medianOf(rs []*result, f func(*result) float64) float64 {
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = f(r)
+	}
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// baselineNames are the baselines in column order.
+var baselineNames = []string{"striped", "mutex", "naive"}
+
+// computeRatios fills Ratios of every ours cell against each baseline cell of
+// the same scenario and callers, and, for durable cells, against the memory
+// cell of the same variant ("memory": durable / memory).
+func computeRatios(rs []*result) {
+	find := func(sc string, callers int, impl, mode, variant string) *result {
+		for _, r := range rs {
+			if r.Scenario == sc && r.Callers == callers && r.Impl == impl && r.Mode == mode && r.Variant == variant {
+				return r
+			}
+		}
+		return nil
+	}
+	for _, r := range rs {
+		if r.Impl != "ours" {
+			continue
+		}
+		r.Ratios = map[string]ratio{}
+		for _, b := range baselineNames {
+			mode := "memory"
+			if b == "naive" {
+				mode = "durable"
+			}
+			if base := find(r.Scenario, r.Callers, b, mode, ""); base != nil {
+				r.Ratios[b] = ratioOf(r, base)
+			}
+		}
+		if r.Mode == "durable" {
+			if mem := find(r.Scenario, r.Callers, "ours", "memory", r.Variant); mem != nil {
+				r.Ratios["memory"] = ratioOf(r, mem)
+			}
+		}
+	}
+}
+
+// ratioOf compares a with b run by run (run i of a was measured beside run
+// i of b) and returns the median of each ratio.
+func ratioOf(a, b *result) ratio {
+	if len(a.Runs) > 1 && len(a.Runs) == len(b.Runs) {
+		qs := make([]ratio, len(a.Runs))
+		for i := range a.Runs {
+			qs[i] = ratioOf1(a.Runs[i], b.Runs[i])
+		}
+		med := func(f func(ratio) float64) float64 {
+			xs := make([]float64, len(qs))
+			for i, q := range qs {
+				xs[i] = f(q)
+			}
+			sort.Float64s(xs)
+			n := len(xs)
+			if n%2 == 1 {
+				return xs[n/2]
+			}
+			return (xs[n/2-1] + xs[n/2]) / 2
+		}
+		q := ratio{
+			Throughput: med(func(q ratio) float64 { return q.Throughput }),
+			P50:        med(func(q ratio) float64 { return q.P50 }),
+			P99:        med(func(q ratio) float64 { return q.P99 }),
+			P999:       med(func(q ratio) float64 { return q.P999 }),
+		}
+		if b.AllocsPerDecision > 0 {
+			x := a.AllocsPerDecision / b.AllocsPerDecision
+			q.Allocs = &x
+		}
+		return q
+	}
+	return ratioOf1(a, b)
+}
+
+func ratioOf1(a, b *result) ratio {
+	div := func(x, y float64) float64 {
+		if y == 0 {
+			return 0
+		}
+		return x / y
+	}
+	q := ratio{
+		Throughput: div(a.DecisionsPerSec, b.DecisionsPerSec),
+		P50:        div(a.P50, b.P50),
+		P99:        div(a.P99, b.P99),
+		P999:       div(a.P999, b.P999),
+	}
+	if b.AllocsPerDecision > 0 {
+		x := a.AllocsPerDecision / b.AllocsPerDecision
+		q.Allocs = &x
+	}
+	return q
+}
+
+// printTable writes the results table and the latency-ratio table.
+func printTable(out io.Writer, rs []*result) {
+	w := &trimWriter{w: out}
+	defer w.flush()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tcallers\timplementation\tdecisions/s\tp50\tp99\tp999\tallocs/dec\tdenied\tcheck\tx striped\tx mutex\tx naive\tdurable/memory\t")
+	prev := ""
+	for _, r := range rs {
+		if key := fmt.Sprint(r.Scenario, r.Callers); prev != "" && key != prev {
+			fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
+		}
+		prev = fmt.Sprint(r.Scenario, r.Callers)
+		chk := fmt.Sprintf("ok %.2f", r.Check.MaxFraction)
+		if !r.Check.OK {
+			chk = "FAIL"
+		}
+		if r.Errors > 0 {
+			chk += fmt.Sprintf(" %d err", r.Errors)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Scenario, r.Callers, r.label(), fmtRate(r.DecisionsPerSec),
+			fmtDur(r.P50), fmtDur(r.P99), fmtDur(r.P999), r.AllocsPerDecision, 100*r.DeniedFraction, chk,
+			fmtRatio(r, "striped"), fmtRatio(r, "mutex"), fmtRatio(r, "naive"), fmtRatio(r, "memory"))
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Latency ratios, ours / baseline (p50 p99 p999; below 1 favours ours):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tcallers\timplementation\tvs striped\tvs mutex\tvs naive\tdurable vs memory\t")
+	for _, r := range rs {
+		if r.Impl != "ours" {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Callers, r.label(),
+			fmtLatRatio(r, "striped"), fmtLatRatio(r, "mutex"), fmtLatRatio(r, "naive"), fmtLatRatio(r, "memory"))
+	}
+	tw.Flush()
+}
+
+// trimWriter drops trailing blanks from every line (tabwriter pads the
+// empty separator rows).
+type trimWriter struct {
+	w   io.Writer
+	buf []byte
+}
+
+func (t *trimWriter) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	return len(p), nil
+}
+
+func (t *trimWriter) flush() {
+	lines := strings.Split(string(t.buf), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	io.WriteString(t.w, strings.Join(lines, "\n"))
+	t.buf = t.buf[:0]
+}
+
+func fmtRatio(r *result, b string) string {
+	q, ok := r.Ratios[b]
+	if !ok {
+		return "-"
+	}
+	if b == "memory" {
+		// durable/memory as a cost: how many times slower durable is.
+		if q.Throughput == 0 {
+			return "-"
+		}
+		return fmtX(1/q.Throughput) + " slower"
+	}
+	return fmtX(q.Throughput)
+}
+
+func fmtLatRatio(r *result, b string) string {
+	q, ok := r.Ratios[b]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%s %s %s", fmtX(q.P50), fmtX(q.P99), fmtX(q.P999))
+}
+
+func fmtX(x float64) string {
+	switch {
+	case x == 0 || math.IsInf(x, 0) || math.IsNaN(x):
+		return "-"
+	case x >= 100:
+		return fmt.Sprintf("%.0fx", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1fx", x)
+	case x >= 0.1:
+		return fmt.Sprintf("%.2fx", x)
+	}
+	return fmt.Sprintf("%.2gx", x) // two significant digits: 0.0031x
+}
+
+func fmtRate(x float64) string {
+	switch {
+	case x >= 1e6:
+		return fmt.Sprintf("%.2fM", x/1e6)
+	case x >= 1e3:
+		return fmt.Sprintf("%.1fk", x/1e3)
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+func fmtDur(ns float64) string {
+	d := time.Duration(ns)
+	switch {
+	case ns == 0:
+		return "-"
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", d.Nanoseconds())
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1fus", ns/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", ns/1e6)
+	}
+	return fmt.Sprintf("%.2fs", ns/1e9)
+}
+
+// target is one performance target of issue 4, evaluated on this run.
+type target struct {
+	Name     string `json:"name"`
+	Measured string `json:"measured"`
+	Status   string `json:"status"` // pass, miss, n/a (cells not run)
+}
+
+// evalTargets checks the issue's performance targets against rs (medians
+// when -runs > 1; the issue judges medians of 3 runs).
+func evalTargets(rs []*result) []target {
+	find := func(sc string, callers int, impl, mode, variant string) *result {
+		for _, r := range rs {
+			if r.Scenario == sc && r.Callers == callers && r.Impl == impl && r.Mode == mode && r.Variant == variant {
+				return r
+			}
+		}
+		return nil
+	}
+	var ts []target
+	add := func(name string, ok bool, present bool, measured string) {
+		t := target{Name: name, Measured: measured, Status: "n/a"}
+		if present {
+			t.Status = "miss"
+			if ok {
+				t.Status = "pass"
+			}
+		}
+		ts = append(ts, t)
+	}
+	dur := find("keys", 1024, "ours", "durable", "")
+	naive := find("keys", 1024, "naive", "durable", "")
+	if dur != nil && naive != nil {
+		x := dur.DecisionsPerSec / naive.DecisionsPerSec
+		add("durable keys, 1024 callers: >= 100x naive durable", x >= 100, true, fmtX(x))
+	} else {
+		add("durable keys, 1024 callers: >= 100x naive durable", false, false, "")
+	}
+	if dur != nil {
+		add("durable keys, 1024 callers: >= 300,000 decisions/s", dur.DecisionsPerSec >= 300e3, true, fmtRate(dur.DecisionsPerSec)+"/s")
+	} else {
+		add("durable keys, 1024 callers: >= 300,000 decisions/s", false, false, "")
+	}
+	if d := find("keys", 256, "ours", "durable", ""); d != nil {
+		add("durable keys, 256 callers: p99 < 5 ms", d.P99 < 5e6, true, fmtDur(d.P99))
+	} else {
+		add("durable keys, 256 callers: p99 < 5 ms", false, false, "")
+	}
+	for _, sc := range []string{"keys", "hot", "limitall", "reserve", "limitmany"} {
+		variant := ""
+		if sc == "hot" {
+			variant = "shards16"
+		}
+		name := fmt.Sprintf("durable costs <= 3x memory (%s, 1024 callers)", strings.TrimSpace(sc+" "+variant))
+		d, m := find(sc, 1024, "ours", "durable", variant), find(sc, 1024, "ours", "memory", variant)
+		if d != nil && m != nil && d.DecisionsPerSec > 0 {
+			x := m.DecisionsPerSec / d.DecisionsPerSec
+			add(name, x <= 3, true, fmt.Sprintf("%.2fx", x))
+		} else {
+			add(name, false, false, "")
+		}
+	}
+	m, s := find("keys", 256, "ours", "memory", ""), find("keys", 256, "striped", "memory", "")
+	if m != nil && s != nil {
+		x := m.DecisionsPerSec / s.DecisionsPerSec
+		add("memory keys, 256 callers: >= 0.5x striped map", x >= 0.5, true, fmtX(x))
+	} else {
+		add("memory keys, 256 callers: >= 0.5x striped map", false, false, "")
+	}
+	for _, callers := range []int{1, 16, 256, 1024} {
+		name := fmt.Sprintf("memory limitmany, %d callers: > 1x striped map", callers)
+		m, s := find("limitmany", callers, "ours", "memory", ""), find("limitmany", callers, "striped", "memory", "")
+		if m != nil && s != nil {
+			x := m.DecisionsPerSec / s.DecisionsPerSec
+			add(name, x > 1, true, fmtX(x))
+		} else {
+			add(name, false, false, "")
+		}
+	}
+	u, sh := find("hot", 256, "ours", "memory", "unsharded"), find("hot", 256, "ours", "memory", "shards16")
+	if u != nil && sh != nil {
+		x := sh.DecisionsPerSec / u.DecisionsPerSec
+		add("memory hot, 256 callers: Shards 16 > unsharded", x > 1, true, fmtX(x))
+	} else {
+		add("memory hot, 256 callers: Shards 16 > unsharded", false, false, "")
+	}
+	return ts
+}
+
+func printTargets(w io.Writer, ts []target, runs int) {
+	if runs == 1 {
+		fmt.Fprintln(w, "Issue 4 targets, one run (the issue judges medians of 3: use -runs 3):")
+	} else {
+		fmt.Fprintf(w, "Issue 4 targets, medians of %d runs:\n", runs)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range ts {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Name, t.Measured, t.Status)
+	}
+	tw.Flush()
+}
+
+// report is the JSON document.
+type report struct {
+	Started  time.Time         `json:"started"`
+	Seconds  float64           `json:"seconds"`
+	Machine  machine           `json:"machine"`
+	Settings map[string]any    `json:"settings"`
+	Limits   map[string]string `json:"limits"`
+	Results  []*result         `json:"results"`
+	Targets  []target          `json:"targets"`
+	OK       bool              `json:"ok"` // every admitted-token check passed and no errors
+}
+
+func writeJSON(path string, rep *report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// machine describes where the run happened.
+type machine struct {
+	GoVersion  string `json:"go_version"`
+	GOOS       string `json:"goos"`
+	GOARCH     string `json:"goarch"`
+	NumCPU     int    `json:"num_cpu"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	CPU        string `json:"cpu,omitempty"`
+	Kernel     string `json:"kernel,omitempty"`
+	TempDir    string `json:"temp_dir"`
+}

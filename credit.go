@@ -1,0 +1,120 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/actor"
+)
+
+// Credit gives count tokens back to (name, key): a reserved job that was
+// cancelled, an LLM call that used fewer tokens than estimated. The bucket
+// is capped at its capacity. For a sharded limit the emptiest shards are
+// filled first. Like a grant, a credit is durable before Credit returns.
+func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) error {
+	if err := l.usable(ctx); err != nil {
+		return err
+	}
+	d, err := l.resolve(name, nil)
+	if err != nil {
+		return err
+	}
+	if !finite(count) || count < 0 {
+		return fmt.Errorf("%w: credit %v", ErrInvalidCount, count)
+	}
+	if count == 0 {
+		return nil
+	}
+	c := actor.NewCall()
+	c.Atomic = true
+	if d.shards == 1 {
+		l.addMember(c, d, key, actor.OpCredit, count, false)
+	} else {
+		l.addShards(c, d, key)
+		c.DecideFn = func(c *actor.Call, now int64) bool { fillEmptiest(c, now, count); return true }
+	}
+	abandoned, err := l.group.Decide(ctx, c)
+	if err != nil {
+		if !abandoned {
+			c.Release()
+		}
+		return err
+	}
+	defer c.Release()
+	return l.itemErr(c.FirstErr())
+}
+
+// fillEmptiest spreads count over the items (the shards of one key) by
+// water-filling: it raises the emptiest shards to a common level, each
+// capped at capacity, so the credit goes where tokens are lowest.
+func fillEmptiest(c *actor.Call, now int64, count float64) {
+	type shard struct {
+		i int
+		v float64
+	}
+	lim := c.Items[0].Lim
+	ss := make([]shard, len(c.Items))
+	for i := range c.Items {
+		ss[i] = shard{i, lim.Project(c.Items[i].State, now).Value}
+	}
+	slices.SortFunc(ss, func(a, b shard) int {
+		switch {
+		case a.v < b.v:
+			return -1
+		case a.v > b.v:
+			return 1
+		}
+		return 0
+	})
+	// Find the level L: the k emptiest shards rise to L (< the next one's
+	// value), using exactly count tokens; L never exceeds capacity.
+	level, left := lim.Capacity, count
+	for k := 1; k <= len(ss); k++ {
+		next := lim.Capacity
+		if k < len(ss) {
+			next = min(ss[k].v, lim.Capacity)
+		}
+		need := float64(k)*next - sumFirst(ss[:k], func(s shard) float64 { return s.v })
+		if need >= left {
+			level = (left + sumFirst(ss[:k], func(s shard) float64 { return s.v })) / float64(k)
+			break
+		}
+	}
+	for _, s := range ss {
+		if s.v < level {
+			it := &c.Items[s.i]
+			it.State = lim.Credit(it.State, now, level-s.v)
+			it.Write = true
+		}
+	}
+}
+
+func sumFirst[T any](xs []T, f func(T) float64) float64 {
+	var t float64
+	for _, x := range xs {
+		t += f(x)
+	}
+	return t
+}
+
+// Config returns the named limit's config with defaults applied.
+func (l *Limiter) Config(name string) (Config, bool) {
+	d, err := l.resolve(name, nil)
+	if err != nil {
+		return Config{}, false
+	}
+	return d.cfg, true
+}
+
+// Jitter returns d plus a uniformly random extra in [0, spread): schedule
+// work at Jitter(st.RetryAfter, spread) instead of all at st.RetryAfter, so
+// the callers a limit turned away do not all come back at once.
+func Jitter(d, spread time.Duration) time.Duration {
+	if spread <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Int64N(int64(spread)))
+}

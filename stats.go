@@ -1,0 +1,73 @@
+package ratelimit
+
+import (
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/wal"
+)
+
+// Stats are the limiter's counters, for dashboards and alerts (package
+// ratelimitprom exports them to Prometheus).
+type Stats struct {
+	// Decisions since Open. A LimitAll call is one decision; Checks,
+	// credits and resets are not counted. Reservations are grants that
+	// must wait (RetryAfter > 0).
+	Grants, Denials, Reservations uint64
+	// Errors counts requests answered with ErrUnavailable.
+	Errors uint64
+	// LiveBuckets is the number of buckets held in memory (not full).
+	LiveBuckets int
+	Partitions  int
+
+	// The write-ahead log (zero in memory mode).
+	WALCommits, WALRecords, WALBytes, WALFailedCommits uint64
+	WALBatchRecords                                    Histogram // records per commit
+	WALCommitNanos                                     Histogram // commit latency, fsync included, in ns
+
+	// Snapshots written since Open, and the time since the last one (or
+	// since Open when there was none).
+	Snapshots   uint64
+	SnapshotAge time.Duration
+}
+
+// Histogram counts values in power-of-two buckets: Counts[0] holds 0 and
+// Counts[i] holds values in [2^(i-1), 2^i); the last also holds anything
+// larger.
+type Histogram struct {
+	Counts [wal.HistogramBuckets]uint64
+}
+
+// Quantile returns an upper bound of the q-quantile (0 <= q <= 1).
+func (h Histogram) Quantile(q float64) uint64 {
+	w := wal.Histogram(h.Counts)
+	return w.Quantile(q)
+}
+
+// Count is the number of values recorded.
+func (h Histogram) Count() uint64 {
+	w := wal.Histogram(h.Counts)
+	return w.Count()
+}
+
+// Stats reads the counters. It visits every partition, so it costs a round
+// trip to each: call it every few seconds, not per request.
+func (l *Limiter) Stats() Stats {
+	n := l.group.Counts()
+	s := Stats{
+		Grants:       n.Grants,
+		Denials:      n.Denials,
+		Reservations: n.Reservations,
+		Errors:       l.errors.Load(),
+		LiveBuckets:  n.Live,
+		Partitions:   l.group.N(),
+		Snapshots:    l.snapshots.Load(),
+		SnapshotAge:  time.Since(time.Unix(0, l.lastSnap.Load())),
+	}
+	if l.log != nil {
+		w := l.log.Stats()
+		s.WALCommits, s.WALRecords, s.WALBytes, s.WALFailedCommits = w.Commits, w.Records, w.Bytes, w.FailedCommits
+		s.WALBatchRecords.Counts = w.BatchRecords
+		s.WALCommitNanos.Counts = w.CommitNanos
+	}
+	return s
+}
