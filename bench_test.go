@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,8 @@ var benchKeyNames = func() []string {
 
 func benchLimiter(b *testing.B, path string) *Limiter {
 	b.Helper()
-	l, err := Open(Options{Path: path, Limits: map[string]Config{
+	parts, _ := strconv.Atoi(os.Getenv("RL_PARTS"))
+	l, err := Open(Options{Path: path, Partitions: parts, Limits: map[string]Config{
 		"user": {Kind: TokenBucket, Rate: 1e9, Period: time.Second},
 	}})
 	if err != nil {

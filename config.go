@@ -67,7 +67,8 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Partitions is the number of actor partitions (goroutines owning
-	// buckets); 0 means 2*GOMAXPROCS, at least 4.
+	// buckets); 0 means GOMAXPROCS. More partitions than processors only
+	// adds scheduling: the partitions already keep every core busy.
 	Partitions int
 	// LockTimeout bounds how long Open waits for another process's lock on
 	// Path; 0 means 1 s.

@@ -53,7 +53,7 @@ func Open(opts Options) (*Limiter, error) {
 	}
 	n := opts.Partitions
 	if n == 0 {
-		n = max(4, 2*runtime.GOMAXPROCS(0))
+		n = runtime.GOMAXPROCS(0)
 	}
 	clock := opts.Now
 	if clock == nil {
@@ -145,7 +145,7 @@ func (l *Limiter) one(ctx context.Context, r Request, op actor.Op) (Status, erro
 	if err := l.itemErr(c.ItemErr(0)); err != nil {
 		return Status{}, err
 	}
-	return d.status(&c.Members[0], l.now()), nil
+	return d.status(&c.Members[0]), nil
 }
 
 // LimitAll asks every request at once: all are granted or none is, never
@@ -192,22 +192,22 @@ func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 	// The status is the member with the latest wait (of the denying ones,
 	// for a denial); Remaining is the least of the members'.
 	var st Status
-	now, least := l.now(), 0
+	least := 0
 	for i := range c.Members {
 		m := &c.Members[i]
 		if m.OK && !granted {
 			continue
 		}
-		if ms := defs[i].status(m, now); st.Limit == "" || ms.RetryAfter > st.RetryAfter {
+		if ms := defs[i].status(m); st.Limit == "" || ms.RetryAfter > st.RetryAfter {
 			st.RetryAfter, st.Limit = ms.RetryAfter, ms.Limit
 		}
 	}
 	for i := range c.Members {
-		if defs[i].status(&c.Members[i], now).Remaining < defs[least].status(&c.Members[least], now).Remaining {
+		if defs[i].status(&c.Members[i]).Remaining < defs[least].status(&c.Members[least]).Remaining {
 			least = i
 		}
 	}
-	ls := defs[least].status(&c.Members[least], now)
+	ls := defs[least].status(&c.Members[least])
 	st.OK, st.Remaining, st.ResetAfter = granted, ls.Remaining, ls.ResetAfter
 	return st, nil
 }
@@ -258,7 +258,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 			return out
 		}
 	}
-	m, now := 0, l.now()
+	m := 0
 	for i := range out {
 		if out[i].Err != nil {
 			continue
@@ -266,7 +266,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		if err := l.itemErr(c.ItemErr(m)); err != nil {
 			out[i].Err = err
 		} else {
-			out[i].Status = l.limits[out[i].Limit].statusOr(l, rs[i], &c.Members[m], now)
+			out[i].Status = c.Members[m].Ref.(*limitDef).status(&c.Members[m])
 		}
 		m++
 	}

@@ -14,6 +14,7 @@ import (
 // per-shard arithmetic parameters.
 type limitDef struct {
 	name     string
+	nameHash uint64       // bucket.NameHash(name)
 	cfg      Config       // with defaults applied
 	shard    bucket.Limit // one shard's rate, capacity and maxReserved
 	shards   int
@@ -28,8 +29,9 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 	c = c.withDefaults()
 	n := float64(c.Shards)
 	d := &limitDef{
-		name: name,
-		cfg:  c,
+		name:     name,
+		nameHash: bucket.NameHash(name),
+		cfg:      c,
 		shard: bucket.Limit{
 			Kind:        bucket.Kind(c.Kind),
 			Rate:        c.Rate / n,
@@ -117,9 +119,9 @@ func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
 // distinct random shards for a sharded limit (power of two choices).
 func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op, count float64, reserve bool) {
 	m := int32(len(c.Members))
-	h := bucket.Hash(d.name, key)
+	h := bucket.HashWith(d.nameHash, key)
 	item := actor.Item{ID: actor.BucketID{Name: d.name, Key: key}, Lim: &d.shard, Phase: d.phaseFor(h)}
-	mem := actor.Member{Op: op, Count: count, Reserve: reserve, B: -1}
+	mem := actor.Member{Op: op, Count: count, Reserve: reserve, B: -1, Ref: d}
 	if d.shards == 1 {
 		item.Part, item.Hash = l.group.Route(h, 0), actor.BucketHash(h, 0)
 		mem.A = c.AddItem(item, m, false)
@@ -139,7 +141,7 @@ func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op,
 
 // addShards adds one item per shard of (d, key), for reads and resets.
 func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string) {
-	h := bucket.Hash(d.name, key)
+	h := bucket.HashWith(d.nameHash, key)
 	for s := 0; s < d.shards; s++ {
 		c.AddItem(actor.Item{
 			ID:    actor.BucketID{Name: d.name, Key: key, Shard: uint32(s)},
@@ -154,24 +156,16 @@ func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string) {
 func nanos(d int64) time.Duration { return time.Duration(d) }
 
 // status turns a member's outcome into a Status.
-func (d *limitDef) status(m *actor.Member, now int64) Status {
-	left := bucket.State{Value: m.Left, TS: m.LeftTS}
+func (d *limitDef) status(m *actor.Member) Status {
+	left := m.Left
 	if m.B >= 0 { // two shards: report their average, scaled to the limit
-		left.Value = m.Left / 2
+		left /= 2
 	}
 	return Status{
 		OK:         m.OK,
 		RetryAfter: nanos(m.RetryAfter),
 		Limit:      d.name,
-		Remaining:  left.Value * float64(d.shards),
-		ResetAfter: nanos(d.shard.UntilFull(left, now)),
+		Remaining:  left * float64(d.shards),
+		ResetAfter: nanos(m.UntilFull),
 	}
-}
-
-// statusOr is status for a LimitMany member whose limit may be inline.
-func (d *limitDef) statusOr(l *Limiter, r Request, m *actor.Member, now int64) Status {
-	if d == nil || r.Config != nil {
-		d, _ = l.resolve(r.Name, r.Config)
-	}
-	return d.status(m, now)
 }

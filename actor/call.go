@@ -53,11 +53,12 @@ type Member struct {
 	Count   float64
 	Reserve bool
 	A, B    int32 // item indexes; B < 0 for one bucket
+	Ref     any   // the caller's, untouched here
 
 	OK         bool
 	RetryAfter int64
 	Left       float64 // tokens left after the decision in its bucket(s), summed
-	LeftTS     int64   // the (latest) state time of those buckets
+	UntilFull  int64   // how long those buckets need to refill (their average, for two)
 }
 
 // Call is one caller's request; see the package doc. Calls are pooled: get

@@ -1,5 +1,7 @@
 package actor
 
+import "github.com/seed7fbd42b6/ratelimit/bucket"
+
 // decideMember decides one member against its items' current states,
 // updating them (and marking them Write) on a grant that writes.
 func decideMember(c *Call, m *Member, now int64) {
@@ -19,14 +21,15 @@ func decideMember(c *Call, m *Member, now int64) {
 				a.State, a.Write = d.Next, true
 			}
 		}
-		m.Left, m.LeftTS = left.Value, left.TS
+		m.Left, m.UntilFull = left.Value, a.Lim.UntilFull(left, now)
 		return
 	}
 	b := &c.Items[c.Items[m.B].canon]
 	pr := a.Lim.TakeTwo(a.State, b.State, now, m.Count, m.Reserve)
 	m.OK, m.RetryAfter = pr.OK, pr.RetryAfter
 	la, lb := a.Lim.Project(pr.A, now), a.Lim.Project(pr.B, now)
-	m.Left, m.LeftTS = la.Value+lb.Value, max(la.TS, lb.TS)
+	avg := bucket.State{Value: (la.Value + lb.Value) / 2, TS: max(la.TS, lb.TS)}
+	m.Left, m.UntilFull = la.Value+lb.Value, a.Lim.UntilFull(avg, now)
 	if pr.OK && m.Op == OpTake {
 		if pr.WriteA {
 			a.State, a.Write = pr.A, true

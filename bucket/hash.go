@@ -1,27 +1,34 @@
 package bucket
 
 import (
-	"encoding/binary"
+	"math/bits"
 
 	"github.com/cespare/xxhash/v2"
 )
 
-// Hash is the 64-bit xxhash of (name, key): the bytes of name, the length
-// of name as 8 bytes little-endian, then the bytes of key. The length makes
-// the encoding unambiguous.
+// Hash identifies (name, key): HashWith(NameHash(name), key).
 //
 // It picks a bucket's partition and a fixed window's phase (Hash mod
 // Period). The phase is part of the on-disk contract: changing this
 // function moves every key's windows after an upgrade.
-func Hash(name, key string) uint64 {
-	var d xxhash.Digest
-	d.Reset()
-	d.WriteString(name)
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(name)))
-	d.Write(n[:])
-	d.WriteString(key)
-	return d.Sum64()
+func Hash(name, key string) uint64 { return HashWith(NameHash(name), key) }
+
+// NameHash is the part of Hash that depends on the name alone, so a limit
+// computes it once.
+func NameHash(name string) uint64 { return bits.RotateLeft64(xxhash.Sum64String(name), 29) }
+
+// HashWith is Hash given NameHash(name): the xxhash of the key, xored with
+// the rotated xxhash of the name, through the 64-bit finalizer of
+// MurmurHash3 (a bijection that spreads every input bit over the output).
+// The rotation keeps (a, b) and (b, a) apart.
+func HashWith(nameHash uint64, key string) uint64 {
+	h := xxhash.Sum64String(key) ^ nameHash
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
 }
 
 // Phase is the window phase, in [0, period), derived from a hash.

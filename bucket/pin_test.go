@@ -1,3 +1,3 @@
 package bucket
 
-const pinnedHash uint64 = 0x8cfacc0c1c1e299c
+const pinnedHash uint64 = 0xe65880427c7d4559
