@@ -189,26 +189,27 @@ func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 	for i := range c.Members {
 		granted = granted && c.Members[i].OK
 	}
-	// The status is the member with the latest wait (of the denying ones,
-	// for a denial); Remaining is the least of the members'.
-	var st Status
-	least := 0
+	// RetryAfter is the latest wait (of the denying members, for a
+	// denial). Limit names the member that binds: for a denial the denying
+	// one with that wait, for a grant the one with the fewest tokens left,
+	// which also gives Remaining and ResetAfter.
+	var st, least Status
 	for i := range c.Members {
-		m := &c.Members[i]
-		if m.OK && !granted {
+		ms := defs[i].status(&c.Members[i])
+		if i == 0 || ms.Remaining < least.Remaining {
+			least = ms
+		}
+		if ms.OK && !granted {
 			continue
 		}
-		if ms := defs[i].status(m); st.Limit == "" || ms.RetryAfter > st.RetryAfter {
+		if st.Limit == "" || ms.RetryAfter > st.RetryAfter {
 			st.RetryAfter, st.Limit = ms.RetryAfter, ms.Limit
 		}
 	}
-	for i := range c.Members {
-		if defs[i].status(&c.Members[i]).Remaining < defs[least].status(&c.Members[least]).Remaining {
-			least = i
-		}
+	st.OK, st.Remaining, st.ResetAfter = granted, least.Remaining, least.ResetAfter
+	if granted {
+		st.Limit = least.Limit
 	}
-	ls := defs[least].status(&c.Members[least])
-	st.OK, st.Remaining, st.ResetAfter = granted, ls.Remaining, ls.ResetAfter
 	return st, nil
 }
 

@@ -29,8 +29,9 @@ type Status struct {
 	// request can succeed (never early); when granted as a reservation, how
 	// long to wait before running the work (without asking again); else 0.
 	RetryAfter time.Duration
-	// Limit is the name of the limit that decided: for a denial by LimitAll,
-	// the denying member with the latest RetryAfter.
+	// Limit is the name of the limit that decided. For LimitAll: on a
+	// denial, the denying member with the latest RetryAfter; on a grant,
+	// the member with the fewest tokens left.
 	Limit string
 	// Remaining is the tokens left in that limit's bucket after the
 	// decision (negative: reserved debt); for LimitAll, of the member with
