@@ -83,6 +83,7 @@ type Call struct {
 	remaining atomic.Int32
 	state     atomic.Int32
 	cancel    bool // a single-message call: may be abandoned
+	uncounted bool // a step of another call: not a decision of its own
 }
 
 type span struct{ part, lo, hi int32 }
@@ -104,7 +105,7 @@ func NewCall() *Call { return callPool.Get().(*Call) }
 func (c *Call) Release() {
 	clear(c.Items) // drop string references
 	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
-	c.Atomic, c.Now, c.fn, c.cancel, c.DecideFn = false, 0, nil, false, nil
+	c.Atomic, c.Now, c.fn, c.cancel, c.DecideFn, c.uncounted = false, 0, nil, false, nil, false
 	callPool.Put(c)
 }
 

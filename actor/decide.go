@@ -61,7 +61,7 @@ func decideAll(c *Call, now int64) bool {
 
 // count adds an atomic call's outcome (one decision) to n.
 func (n *Counts) count(c *Call, granted bool) {
-	if c.DecideFn != nil || !writes(c) {
+	if c.DecideFn != nil || c.uncounted || !writes(c) {
 		return
 	}
 	if !granted {

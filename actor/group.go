@@ -118,6 +118,8 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 			c.Now = g.clock()
 			decideAll(c, c.Now)
 		}
+	case len(c.Members) == 1 && c.Members[0].Op == OpTake && c.Members[0].B >= 0:
+		return false, g.twoChoices(ctx, c)
 	default:
 		return false, g.twoPhase(ctx, c)
 	}
