@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -111,4 +112,29 @@ func BenchmarkStripedRate(b *testing.B) {
 			s.Unlock()
 		}
 	})
+}
+
+// BenchmarkLimitDurable is one Limit call per operation with every grant
+// fsynced before it returns (group commit), at 1, 16, 256 and 1024
+// concurrent callers.
+func BenchmarkLimitDurable(b *testing.B) {
+	for _, callers := range []int{1, 16, 256, 1024} {
+		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
+			l := benchLimiter(b, b.TempDir()+"/rl.db")
+			ctx := context.Background()
+			var seq atomic.Uint64
+			b.ReportAllocs()
+			b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				i := seq.Add(1) * 7919
+				for pb.Next() {
+					i++
+					if s, err := l.Limit(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}); err != nil || !s.OK {
+						b.Fatal(s, err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "grants/s")
+		})
+	}
 }

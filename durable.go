@@ -17,9 +17,10 @@ func (l *Limiter) openLog() (*wal.Log, error) {
 		timeout = DefaultLockTimeout
 	}
 	w, err := wal.Open(l.opts.Path, wal.Options{
-		LockTimeout:  timeout,
-		Logger:       l.logger,
-		BeforeCommit: l.opts.beforeCommit,
+		LockTimeout:    timeout,
+		Logger:         l.logger,
+		BeforeCommit:   l.opts.beforeCommit,
+		NoFreelistSync: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)

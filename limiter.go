@@ -193,23 +193,25 @@ func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 	// denial). Limit names the member that binds: for a denial the denying
 	// one with that wait, for a grant the one with the fewest tokens left,
 	// which also gives Remaining and ResetAfter.
-	var st, least Status
+	// A denial is reported as the denying member with the latest wait
+	// (its Remaining is what it holds: nothing was written). A grant is
+	// reported as the member left with the fewest tokens, with the latest
+	// wait of all members.
+	var st Status
 	for i := range c.Members {
 		ms := defs[i].status(&c.Members[i])
-		if i == 0 || ms.Remaining < least.Remaining {
-			least = ms
-		}
-		if ms.OK && !granted {
-			continue
-		}
-		if st.Limit == "" || ms.RetryAfter > st.RetryAfter {
-			st.RetryAfter, st.Limit = ms.RetryAfter, ms.Limit
+		switch {
+		case granted:
+			wait := max(st.RetryAfter, ms.RetryAfter)
+			if st.Limit == "" || ms.Remaining < st.Remaining {
+				st = ms
+			}
+			st.RetryAfter = wait
+		case !ms.OK && (st.Limit == "" || ms.RetryAfter > st.RetryAfter):
+			st = ms
 		}
 	}
-	st.OK, st.Remaining, st.ResetAfter = granted, least.Remaining, least.ResetAfter
-	if granted {
-		st.Limit = least.Limit
-	}
+	st.OK = granted
 	return st, nil
 }
 

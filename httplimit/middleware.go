@@ -1,0 +1,256 @@
+package httplimit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit"
+)
+
+// Options configure Middleware.
+type Options struct {
+	// Limits are the names of the limiter's limits that every request uses,
+	// all under the request's key; at least one. Several are taken all or
+	// none (Limiter.LimitAll).
+	Limits []string
+	// Key returns a request's key; nil means ClientIP() (RemoteAddr, no
+	// trusted proxies).
+	Key KeyFunc
+	// Cost returns the tokens a request takes from each limit; nil means 1.
+	// A cost of 0 lets the request through without asking the limiter and
+	// without RateLimit fields; a negative, NaN or infinite cost is a bug
+	// in Cost and answered 500.
+	Cost func(*http.Request) float64
+	// Reserve takes the tokens as a reservation (ratelimit.Request.Reserve):
+	// instead of a 429, a request over the limit waits its turn, holding the
+	// connection for Status.RetryAfter before reaching the handler, and gets
+	// a 429 only beyond the limits' MaxReserved (set one: 0 is unlimited).
+	// If the client goes away while waiting, its tokens are credited back.
+	Reserve bool
+	// FailOpen lets a request through to the handler when the limiter
+	// cannot decide (closed, persistence failure, ...) instead of answering
+	// 503. DANGEROUS: any fault in the limiter then silently disables rate
+	// limiting. The error is still logged (Warn). A cost the limit can
+	// never grant is refused even so.
+	FailOpen bool
+	// OnError, if set, writes the response for a request the middleware
+	// refuses for a reason other than a denial: a key error (wrapping
+	// ErrKey), a cost the limit can never grant (ratelimit.ErrInvalidCount),
+	// a bad cost (ErrCost), or a limiter error when FailOpen is false. Nil
+	// means 400, 413, 500 and 503 respectively, with a JSON body.
+	OnError func(w http.ResponseWriter, r *http.Request, err error)
+	// Logger receives limiter errors (Error), fail-open passes (Warn) and
+	// refused requests (Debug); nil discards.
+	Logger *slog.Logger
+}
+
+// Errors passed to Options.OnError besides the limiter's.
+var (
+	// ErrKey wraps the error of Options.Key.
+	ErrKey = errors.New("httplimit: no rate-limit key")
+	// ErrCost: Options.Cost returned a negative, NaN or infinite cost.
+	ErrCost = errors.New("httplimit: invalid cost")
+	// ErrOptions: Middleware's options are invalid.
+	ErrOptions = errors.New("httplimit: invalid options")
+)
+
+// middleware is a validated Options bound to a limiter.
+type middleware struct {
+	l      *ratelimit.Limiter
+	opts   Options
+	key    KeyFunc
+	logger *slog.Logger
+	policy string // the RateLimit-Policy field value
+
+	// sleep waits d or until ctx ends (a test hook).
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Middleware returns a function that wraps handlers with rate limiting as
+// opts describe. It fails (ErrOptions, or ratelimit.ErrUnknownLimit) if no
+// limit is named, a name is repeated, unknown to l, or not printable ASCII
+// (it must fit a header field).
+func Middleware(l *ratelimit.Limiter, opts Options) (func(http.Handler) http.Handler, error) {
+	m, err := newMiddleware(l, opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(w, r, next) })
+	}, nil
+}
+
+func newMiddleware(l *ratelimit.Limiter, opts Options) (*middleware, error) {
+	if l == nil {
+		return nil, fmt.Errorf("%w: nil limiter", ErrOptions)
+	}
+	if len(opts.Limits) == 0 {
+		return nil, fmt.Errorf("%w: no limits", ErrOptions)
+	}
+	items := make([]string, 0, len(opts.Limits))
+	seen := make(map[string]bool, len(opts.Limits))
+	for _, name := range opts.Limits {
+		switch {
+		case seen[name]:
+			return nil, fmt.Errorf("%w: limit %q named twice", ErrOptions, name)
+		case !validName(name):
+			return nil, fmt.Errorf("%w: limit name %q is not printable ASCII", ErrOptions, name)
+		}
+		seen[name] = true
+		c, ok := l.Config(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: %q", ratelimit.ErrUnknownLimit, name)
+		}
+		items = append(items, policyItem(name, c))
+	}
+	m := &middleware{l: l, opts: opts, key: opts.Key, logger: opts.Logger, policy: strings.Join(items, ", "), sleep: sleep}
+	if m.key == nil {
+		m.key = ClientIP()
+	}
+	if m.logger == nil {
+		m.logger = slog.New(slog.DiscardHandler)
+	}
+	return m, nil
+}
+
+func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	ctx := r.Context()
+	key, err := m.key(r)
+	if err == nil && key == "" {
+		err = errors.New("empty key")
+	}
+	if err != nil {
+		m.refuse(w, r, fmt.Errorf("%w: %w", ErrKey, err))
+		return
+	}
+	cost := 1.0
+	if m.opts.Cost != nil {
+		cost = m.opts.Cost(r)
+	}
+	switch {
+	case math.IsNaN(cost) || math.IsInf(cost, 0) || cost < 0:
+		m.refuse(w, r, fmt.Errorf("%w: %v", ErrCost, cost))
+		return
+	case cost == 0:
+		next.ServeHTTP(w, r)
+		return
+	}
+	st, err := m.decide(ctx, key, cost)
+	if err != nil {
+		if m.opts.FailOpen && !errors.Is(err, ratelimit.ErrInvalidCount) && ctx.Err() == nil {
+			m.logger.WarnContext(ctx, "httplimit: limiter failed, request let through (FailOpen)", "err", err, "key", key)
+			next.ServeHTTP(w, r)
+			return
+		}
+		m.refuse(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set(fieldPolicy, m.policy)
+	if !st.OK {
+		h.Set(fieldLimit, limitItem(st.Limit, st.Remaining, st.RetryAfter))
+		h.Set("Retry-After", retryAfter(st.RetryAfter))
+		writeJSON(w, http.StatusTooManyRequests, denial{"rate limited", st.Limit, ceilSeconds(st.RetryAfter)})
+		return
+	}
+	h.Set(fieldLimit, limitItem(st.Limit, st.Remaining, st.ResetAfter))
+	if st.RetryAfter > 0 { // a reservation: wait for its turn
+		if err := m.sleep(ctx, st.RetryAfter); err != nil {
+			m.credit(key, cost)
+			m.refuse(w, r, err)
+			return
+		}
+	}
+	next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, statusKey{}, st)))
+}
+
+// decide takes cost tokens from every limit under key.
+func (m *middleware) decide(ctx context.Context, key string, cost float64) (ratelimit.Status, error) {
+	if len(m.opts.Limits) == 1 {
+		return m.l.Limit(ctx, ratelimit.Request{Name: m.opts.Limits[0], Key: key, Count: cost, Reserve: m.opts.Reserve})
+	}
+	rs := make([]ratelimit.Request, len(m.opts.Limits))
+	for i, name := range m.opts.Limits {
+		rs[i] = ratelimit.Request{Name: name, Key: key, Count: cost, Reserve: m.opts.Reserve}
+	}
+	return m.l.LimitAll(ctx, rs...)
+}
+
+// credit gives back a reservation whose client left before its turn.
+func (m *middleware) credit(key string, cost float64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, name := range m.opts.Limits {
+		if err := m.l.Credit(ctx, name, key, cost); err != nil {
+			m.logger.Error("httplimit: crediting an abandoned reservation", "err", err, "limit", name, "key", key)
+		}
+	}
+}
+
+// refuse answers a request the middleware could not or would not decide.
+func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	code, msg := http.StatusServiceUnavailable, "rate limiter unavailable"
+	switch {
+	case errors.Is(err, ErrKey):
+		code, msg = http.StatusBadRequest, "no rate-limit key"
+	case errors.Is(err, ErrCost):
+		code, msg = http.StatusInternalServerError, "internal error"
+	case errors.Is(err, ratelimit.ErrInvalidCount):
+		code, msg = http.StatusRequestEntityTooLarge, "request exceeds the rate limit's capacity"
+	}
+	if code >= 500 && r.Context().Err() == nil {
+		m.logger.ErrorContext(r.Context(), "httplimit: request refused", "err", err, "status", code)
+	} else {
+		m.logger.DebugContext(r.Context(), "httplimit: request refused", "err", err, "status", code)
+	}
+	if m.opts.OnError != nil {
+		m.opts.OnError(w, r, err)
+		return
+	}
+	writeJSON(w, code, struct {
+		Error string `json:"error"`
+	}{msg})
+}
+
+// denial is the body of a 429.
+type denial struct {
+	Error      string `json:"error"`
+	Limit      string `json:"limit"`
+	RetryAfter int64  `json:"retry_after_seconds"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+type statusKey struct{}
+
+// StatusFromContext returns the decision that let the request through, in
+// a handler behind Middleware.
+func StatusFromContext(ctx context.Context) (ratelimit.Status, bool) {
+	st, ok := ctx.Value(statusKey{}).(ratelimit.Status)
+	return st, ok
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

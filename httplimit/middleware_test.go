@@ -1,0 +1,432 @@
+package httplimit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit"
+)
+
+// clock is a settable clock for ratelimit.Options.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+// env is a limiter with a frozen clock behind a real HTTP server.
+type env struct {
+	l      *ratelimit.Limiter
+	clock  *clock
+	srv    *httptest.Server
+	mw     *middleware
+	mu     sync.Mutex
+	served int               // handler calls
+	waits  []time.Duration   // reservation waits
+	wait   func() error      // what the sleep hook returns; nil: nil
+	last   ratelimit.Status  // StatusFromContext in the handler
+	hooks  func(*middleware) // adjusts the middleware before serving
+}
+
+func newEnv(t *testing.T, limits map[string]ratelimit.Config, opts Options) *env {
+	t.Helper()
+	e := &env{clock: &clock{t: t0}}
+	l, err := ratelimit.Open(ratelimit.Options{Limits: limits, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.l = l
+	t.Cleanup(func() { l.Close() })
+	e.mw, err = newMiddleware(l, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mw.sleep = func(ctx context.Context, d time.Duration) error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.waits = append(e.waits, d)
+		if e.wait != nil {
+			return e.wait()
+		}
+		return nil
+	}
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st, ok := StatusFromContext(r.Context())
+		e.mu.Lock()
+		e.served++
+		if ok {
+			e.last = st
+		}
+		e.mu.Unlock()
+		io.WriteString(w, "ok")
+	})
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { e.mw.serve(w, r, next) }))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// response is what a test checks of an HTTP response.
+type response struct {
+	code                      int
+	policy, limit, retryAfter string
+	body                      string
+}
+
+func (e *env) get(t *testing.T, header ...string) response {
+	t.Helper()
+	req, err := http.NewRequest("GET", e.srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{
+		code:       resp.StatusCode,
+		policy:     resp.Header.Get("RateLimit-Policy"),
+		limit:      resp.Header.Get("RateLimit"),
+		retryAfter: resp.Header.Get("Retry-After"),
+		body:       strings.TrimSpace(string(b)),
+	}
+}
+
+// step is one scripted request: advance the clock, send, expect.
+type step struct {
+	advance time.Duration
+	want    response // zero policy/body: not checked
+}
+
+func (e *env) run(t *testing.T, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		e.clock.Add(s.advance)
+		got := e.get(t)
+		w := s.want
+		if got.code != w.code || got.limit != w.limit || got.retryAfter != w.retryAfter ||
+			(w.policy != "" && got.policy != w.policy) || (w.body != "" && got.body != w.body) {
+			t.Fatalf("step %d (+%v): got %+v, want %+v", i, s.advance, got, w)
+		}
+	}
+}
+
+func tb(rate float64, period time.Duration, capacity float64) ratelimit.Config {
+	return ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: rate, Period: period, Capacity: capacity}
+}
+
+func TestGrantedHeaders(t *testing.T) {
+	e := newEnv(t, map[string]ratelimit.Config{"api": tb(10, 10*time.Second, 0)}, Options{Limits: []string{"api"}})
+	e.run(t, []step{
+		{0, response{code: 200, policy: `"api";q=10;w=10`, limit: `"api";r=9;t=1`, body: "ok"}},
+		{0, response{code: 200, limit: `"api";r=8;t=2`}},
+		{1500 * time.Millisecond, response{code: 200, limit: `"api";r=8;t=2`}}, // 8.5 left: 1.5 s to full
+	})
+	if e.last.Limit != "api" || !e.last.OK {
+		t.Fatalf("StatusFromContext: %+v", e.last)
+	}
+}
+
+// TestExactlyZeroLeft pins the edge: the grant that leaves 0 says r=0, and
+// the next request is a 429 whose t equals Retry-After.
+func TestExactlyZeroLeft(t *testing.T) {
+	e := newEnv(t, map[string]ratelimit.Config{"api": tb(10, time.Minute, 3)}, Options{Limits: []string{"api"}})
+	e.run(t, []step{
+		{0, response{code: 200, policy: `"api";q=10;w=60`, limit: `"api";r=2;t=6`}},
+		{0, response{code: 200, limit: `"api";r=1;t=12`}},
+		{0, response{code: 200, limit: `"api";r=0;t=18`}},
+		{0, response{code: 429, policy: `"api";q=10;w=60`, limit: `"api";r=0;t=6`, retryAfter: "6",
+			body: `{"error":"rate limited","limit":"api","retry_after_seconds":6}`}},
+		{6 * time.Second, response{code: 200, limit: `"api";r=0;t=18`}},
+	})
+	if e.served != 4 {
+		t.Fatalf("handler ran %d times, want 4", e.served)
+	}
+}
+
+func TestRetryAfterRoundsUp(t *testing.T) {
+	e := newEnv(t, map[string]ratelimit.Config{"api": tb(7, time.Minute, 1)}, Options{Limits: []string{"api"}})
+	e.run(t, []step{
+		{0, response{code: 200, policy: `"api";q=7;w=60`, limit: `"api";r=0;t=9`}},
+		{0, response{code: 429, limit: `"api";r=0;t=9`, retryAfter: "9"}},                       // 8.571 s
+		{8500 * time.Millisecond, response{code: 429, limit: `"api";r=0;t=1`, retryAfter: "1"}}, // 71 ms
+		{72 * time.Millisecond, response{code: 200, limit: `"api";r=0;t=9`}},
+	})
+
+	start := time.Unix(1_700_000_000, 0)
+	fw := ratelimit.Config{Kind: ratelimit.FixedWindow, Rate: 2, Period: time.Minute, Start: start}
+	e = newEnv(t, map[string]ratelimit.Config{"win": fw}, Options{Limits: []string{"win"}})
+	e.run(t, []step{
+		{0, response{code: 200, policy: `"win";q=2;w=60`, limit: `"win";r=1;t=60`}},
+		{0, response{code: 200, limit: `"win";r=0;t=60`}},
+		{0, response{code: 429, limit: `"win";r=0;t=60`, retryAfter: "60"}},
+		{59*time.Second + 500*time.Millisecond, response{code: 429, limit: `"win";r=0;t=1`, retryAfter: "1"}},
+		{500 * time.Millisecond, response{code: 200, limit: `"win";r=1;t=60`}},
+	})
+}
+
+// TestReservation: with Reserve, a request over the limit waits its turn
+// (the sleep hook sees RetryAfter) instead of a 429, up to MaxReserved; a
+// client that leaves while waiting gets its tokens credited back.
+func TestReservation(t *testing.T) {
+	c := tb(1, time.Second, 1)
+	c.MaxReserved = 2
+	e := newEnv(t, map[string]ratelimit.Config{"jobs": c}, Options{Limits: []string{"jobs"}, Reserve: true})
+	e.run(t, []step{
+		{0, response{code: 200, policy: `"jobs";q=1;w=1`, limit: `"jobs";r=0;t=1`}},
+		{0, response{code: 200, limit: `"jobs";r=0;t=2`}}, // value -1: waits 1 s
+		{0, response{code: 200, limit: `"jobs";r=0;t=3`}}, // value -2: waits 2 s
+		{0, response{code: 429, limit: `"jobs";r=0;t=1`, retryAfter: "1"}},
+	})
+	if want := []time.Duration{time.Second, 2 * time.Second}; !equalDurations(e.waits, want) {
+		t.Fatalf("waits %v, want %v", e.waits, want)
+	}
+	if e.last.RetryAfter != 2*time.Second {
+		t.Fatalf("handler saw %+v, want RetryAfter 2s", e.last)
+	}
+
+	// The client goes away while waiting: 503 (unseen), the handler does not
+	// run, and the reservation is credited back.
+	e.clock.Add(time.Second) // value -1
+	e.wait = func() error { return context.Canceled }
+	if got := e.get(t); got.code != 503 {
+		t.Fatalf("abandoned reservation: %+v", got)
+	}
+	v, err := e.l.Value(context.Background(), "jobs", "127.0.0.1")
+	if err != nil || v.Value != -1 {
+		t.Fatalf("after the credit: value %v, %v; want -1", v.Value, err)
+	}
+	if e.served != 3 {
+		t.Fatalf("handler ran %d times, want 3", e.served)
+	}
+}
+
+func equalDurations(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestMultiLimitDenial: two limits go through LimitAll; the 429 names the
+// limit that denied, and the policy lists both.
+func TestMultiLimitDenial(t *testing.T) {
+	global := ratelimit.Config{Kind: ratelimit.FixedWindow, Rate: 2, Period: time.Hour, Start: t0}
+	e := newEnv(t, map[string]ratelimit.Config{"user": tb(100, time.Minute, 0), "global": global},
+		Options{Limits: []string{"user", "global"}})
+	policy := `"user";q=100;w=60, "global";q=2;w=3600`
+	e.run(t, []step{
+		{0, response{code: 200, policy: policy, limit: `"global";r=1;t=3600`}},
+		{0, response{code: 200, policy: policy, limit: `"global";r=0;t=3600`}},
+		{time.Minute, response{code: 429, policy: policy, limit: `"global";r=0;t=3540`, retryAfter: "3540",
+			body: `{"error":"rate limited","limit":"global","retry_after_seconds":3540}`}},
+	})
+	// Nothing was taken from "user" by the denial: 98 left after 1 min of refill is capped at 100.
+	v, err := e.l.Value(context.Background(), "user", "127.0.0.1")
+	if err != nil || v.Value != 100 {
+		t.Fatalf("user value %v, %v; want 100", v.Value, err)
+	}
+}
+
+// TestMultiLimitDenierRemaining: a denial's r is the denying limit's own
+// tokens, not what another member would have had left had the request been
+// granted.
+func TestMultiLimitDenierRemaining(t *testing.T) {
+	cost := func(r *http.Request) float64 {
+		if r.Header.Get("X-Cost") == "6" {
+			return 6
+		}
+		return 5
+	}
+	e := newEnv(t, map[string]ratelimit.Config{"d": tb(10, time.Hour, 0), "n": tb(11, time.Hour, 0)},
+		Options{Limits: []string{"d", "n"}, Cost: cost})
+	if got := e.get(t, "X-Cost", "6"); got.code != 200 || got.limit != `"d";r=4;t=2160` {
+		t.Fatalf("cost 6: %+v", got)
+	}
+	if got := e.get(t); got.code != 429 || got.limit != `"d";r=4;t=360` || got.retryAfter != "360" {
+		t.Fatalf("cost 5, denied by d with 4 left: %+v", got)
+	}
+}
+
+func TestClosedLimiter(t *testing.T) {
+	limits := map[string]ratelimit.Config{"api": tb(10, time.Minute, 0)}
+	e := newEnv(t, limits, Options{Limits: []string{"api"}})
+	e.l.Close()
+	got := e.get(t)
+	if got.code != 503 || got.body != `{"error":"rate limiter unavailable"}` || got.limit != "" || e.served != 0 {
+		t.Fatalf("closed limiter: %+v, served %d", got, e.served)
+	}
+
+	e = newEnv(t, limits, Options{Limits: []string{"api"}, FailOpen: true})
+	e.l.Close()
+	if got := e.get(t); got.code != 200 || got.body != "ok" || got.limit != "" || e.served != 1 {
+		t.Fatalf("closed limiter, FailOpen: %+v, served %d", got, e.served)
+	}
+}
+
+func TestOnError(t *testing.T) {
+	var got []error
+	var mu sync.Mutex
+	e := newEnv(t, map[string]ratelimit.Config{"api": tb(10, time.Minute, 0)}, Options{
+		Limits: []string{"api"},
+		Key:    Header("X-API-Key"),
+		OnError: func(w http.ResponseWriter, r *http.Request, err error) {
+			mu.Lock()
+			got = append(got, err)
+			mu.Unlock()
+			http.Error(w, "custom", http.StatusTeapot)
+		},
+	})
+	if r := e.get(t); r.code != http.StatusTeapot {
+		t.Fatalf("missing key: %+v", r)
+	}
+	e.l.Close()
+	if r := e.get(t, "X-API-Key", "k"); r.code != http.StatusTeapot {
+		t.Fatalf("closed: %+v", r)
+	}
+	if len(got) != 2 || !errors.Is(got[0], ErrKey) || !errors.Is(got[1], ratelimit.ErrClosed) {
+		t.Fatalf("OnError saw %v", got)
+	}
+}
+
+func TestHeaderKey(t *testing.T) {
+	e := newEnv(t, map[string]ratelimit.Config{"api": tb(1, time.Minute, 0)}, Options{Limits: []string{"api"}, Key: Header("X-API-Key")})
+	if r := e.get(t); r.code != 400 || r.body != `{"error":"no rate-limit key"}` {
+		t.Fatalf("no key: %+v", r)
+	}
+	if r := e.get(t, "X-API-Key", " "); r.code != 400 {
+		t.Fatalf("blank key: %+v", r)
+	}
+	for _, k := range []string{"a", "b"} {
+		if r := e.get(t, "X-API-Key", k); r.code != 200 {
+			t.Fatalf("key %s: %+v", k, r)
+		}
+	}
+	if r := e.get(t, "X-API-Key", "a"); r.code != 429 {
+		t.Fatalf("key a again: %+v", r)
+	}
+}
+
+func TestCost(t *testing.T) {
+	cost := func(r *http.Request) float64 {
+		switch r.Header.Get("X-Cost") {
+		case "0":
+			return 0
+		case "-1":
+			return -1
+		case "big":
+			return 11
+		}
+		return 4
+	}
+	e := newEnv(t, map[string]ratelimit.Config{"api": tb(10, time.Minute, 0)}, Options{Limits: []string{"api"}, Cost: cost})
+	if r := e.get(t); r.code != 200 || r.limit != `"api";r=6;t=24` {
+		t.Fatalf("cost 4: %+v", r)
+	}
+	if r := e.get(t, "X-Cost", "0"); r.code != 200 || r.limit != "" || r.policy != "" {
+		t.Fatalf("cost 0: %+v", r)
+	}
+	if r := e.get(t, "X-Cost", "-1"); r.code != 500 {
+		t.Fatalf("cost -1: %+v", r)
+	}
+	if r := e.get(t, "X-Cost", "big"); r.code != 413 {
+		t.Fatalf("cost over capacity: %+v", r)
+	}
+	// FailOpen does not let through what the limit can never grant.
+	e.mw.opts.FailOpen = true
+	if r := e.get(t, "X-Cost", "big"); r.code != 413 {
+		t.Fatalf("cost over capacity, FailOpen: %+v", r)
+	}
+	if r := e.get(t); r.code != 200 || r.limit != `"api";r=2;t=48` {
+		t.Fatalf("cost 4 with 6 left: %+v", r)
+	}
+	if r := e.get(t); r.code != 429 || r.limit != `"api";r=2;t=12` || r.retryAfter != "12" {
+		t.Fatalf("cost 4 with 2 left: %+v", r)
+	}
+}
+
+func TestMiddlewareOptions(t *testing.T) {
+	l, err := ratelimit.Open(ratelimit.Options{Limits: map[string]ratelimit.Config{"api": tb(1, time.Second, 0), "bad\nname": tb(1, time.Second, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, tc := range []struct {
+		name string
+		l    *ratelimit.Limiter
+		opts Options
+		want error
+	}{
+		{"nil limiter", nil, Options{Limits: []string{"api"}}, ErrOptions},
+		{"no limits", l, Options{}, ErrOptions},
+		{"unknown", l, Options{Limits: []string{"api", "nope"}}, ratelimit.ErrUnknownLimit},
+		{"twice", l, Options{Limits: []string{"api", "api"}}, ErrOptions},
+		{"not ASCII", l, Options{Limits: []string{"bad\nname"}}, ErrOptions},
+	} {
+		if _, err := Middleware(tc.l, tc.opts); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if _, err := Middleware(l, Options{Limits: []string{"api"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDenialBodyIsJSON(t *testing.T) {
+	e := newEnv(t, map[string]ratelimit.Config{`we"ird`: tb(1, time.Hour, 0)}, Options{Limits: []string{`we"ird`}})
+	e.get(t)
+	req, _ := http.NewRequest("GET", e.srv.URL, nil)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Error      string `json:"error"`
+		Limit      string `json:"limit"`
+		RetryAfter int    `json:"retry_after_seconds"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 429 || resp.Header.Get("Content-Type") != "application/json" ||
+		body.Limit != `we"ird` || body.RetryAfter != 3600 || body.Error != "rate limited" {
+		t.Fatalf("%d %v %+v", resp.StatusCode, resp.Header, body)
+	}
+	if got := resp.Header.Get("RateLimit"); got != `"we\"ird";r=0;t=3600` {
+		t.Fatalf("RateLimit %s", got)
+	}
+}

@@ -1,0 +1,25 @@
+package ratelimitprom
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestCollectAfterClose: a registry may scrape a limiter that was closed;
+// the collector must neither hang nor panic.
+func TestCollectAfterClose(t *testing.T) {
+	l := open(t, "")
+	l.Close()
+	done := make(chan int)
+	go func() { done <- testutil.CollectAndCount(NewCollector(l, "x")) }()
+	select {
+	case n := <-done:
+		if n != 14 {
+			t.Fatalf("%d metrics after Close, want 14", n)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Stats hangs after Close")
+	}
+}
