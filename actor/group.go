@@ -47,6 +47,7 @@ func NewGroup(n int, log Log, clock func() int64) *Group {
 	g := &Group{parts: make([]*Partition, n), clock: clock}
 	for i := range g.parts {
 		g.parts[i] = newPartition(log, clock)
+		g.parts[i].group = g
 	}
 	return g
 }
@@ -119,38 +120,29 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 			decideAll(c, c.Now)
 		}
 	case len(c.Members) == 1 && c.Members[0].Op == OpTake && c.Members[0].B >= 0:
-		return false, g.twoChoices(ctx, c)
+		g.twoChoices(c)
 	default:
-		return false, g.twoPhase(ctx, c)
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		g.twoPhase(c)
 	}
 	return false, nil
 }
 
-// twoPhase prepares c's partitions one at a time in order, decides, then
-// commits or aborts everywhere.
-func (g *Group) twoPhase(ctx context.Context, c *Call) error {
-	for i := range c.ranges {
-		g.phase(c, kindPrepare, c.ranges[i:i+1])
-		if c.FirstErr() != nil {
-			g.phase(c, kindAbort, c.ranges[:i])
-			return nil
-		}
+// twoPhase decides an atomic call over several partitions: the first
+// partition holds its buckets and passes the call to the next, in
+// partition order, and the last one decides and sends commit or abort back
+// to the others (see Partition.chain). The caller only waits for the end.
+func (g *Group) twoPhase(c *Call) {
+	c.begin(len(c.ranges))
+	r := c.ranges[0]
+	if !g.parts[r.part].send(msg{call: c, kind: kindChain, k: 0, lo: r.lo, hi: r.hi}) {
+		g.failAll(c)
+		c.begin(1)
+		c.partDone()
 	}
-	if err := ctx.Err(); err != nil {
-		g.phase(c, kindAbort, c.ranges)
-		return err
-	}
-	c.Now = g.clock()
-	granted := decideAll(c, c.Now)
-	g.mu.Lock()
-	g.counts.count(c, granted)
-	g.mu.Unlock()
-	if granted {
-		g.phase(c, kindCommit, c.ranges)
-	} else {
-		g.phase(c, kindAbort, c.ranges)
-	}
-	return nil
+	<-c.done
 }
 
 // Peek fills the states of c's items (as stored, or fresh), holding none.

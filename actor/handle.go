@@ -33,12 +33,11 @@ func (p *Partition) handle(m msg) {
 			return
 		}
 		p.decide(m)
-	case kindPrepare:
-		p.load(m, true)
-		c.partDone()
 	case kindPeek:
 		p.load(m, false)
 		c.partDone()
+	case kindChain:
+		p.chain(m)
 	case kindReset:
 		if p.failed != nil {
 			p.fail(m, p.failed)
@@ -182,9 +181,8 @@ func (p *Partition) release(m msg) {
 			continue
 		}
 		delete(p.held, id)
-		if ms, ok := p.parked[id]; ok {
-			p.ready = append(p.ready, ms...)
-			delete(p.parked, id)
+		if _, ok := p.parked[id]; ok {
+			p.freed = append(p.freed, id)
 		}
 	}
 }

@@ -11,18 +11,19 @@ type kind uint8
 
 const (
 	kindDecide  kind = iota // decide members (atomic calls: all of them)
-	kindPrepare             // hold the items, report their states
 	kindPeek                // report the items' states
 	kindCommit              // store Write items, release holds
 	kindAbort               // release holds
 	kindReset               // delete the items' buckets
 	kindRun                 // run Call.fn on the partition
+	kindChain               // hold the items, pass the call on; the last partition decides
 )
 
 // msg is one call's work for one partition: the items [lo, hi).
 type msg struct {
 	call   *Call
 	kind   kind
+	k      int32 // kindChain: the index of this span in call.ranges
 	lo, hi int32
 }
 
@@ -37,12 +38,13 @@ type Partition struct {
 	wake     chan struct{}
 	exited   chan struct{}
 
+	group   *Group
 	log     Log
 	clock   func() int64
 	buckets table
 	held    map[BucketID]*Call // buckets prepared by a call, until its commit or abort
 	parked  map[BucketID][]msg // messages waiting for a held bucket
-	ready   []msg              // parked messages whose bucket was released
+	freed   []BucketID         // buckets released this batch, whose parked messages may run
 	failed  error              // the log's error, read once per batch
 	now     int64              // the batch's clock reading
 	recs    []wal.Record       // this batch's records
@@ -131,11 +133,7 @@ func (p *Partition) run() {
 		for _, m := range batch {
 			p.handle(m)
 		}
-		for i := 0; i < len(p.ready); i++ { // handling may ready more
-			p.handle(p.ready[i])
-		}
-		clear(p.ready)
-		p.ready = p.ready[:0]
+		p.wakeParked()
 		p.flush()
 		clear(batch)
 		p.spare = batch[:0]
@@ -161,10 +159,40 @@ func (p *Partition) flush() {
 func (p *Partition) abandonParked() {
 	for id, ms := range p.parked {
 		for _, m := range ms {
-			p.fail(m, ErrClosed)
+			if m.kind == kindChain {
+				p.abortChain(m, ErrClosed, false)
+			} else {
+				p.fail(m, ErrClosed)
+			}
 		}
 		delete(p.parked, id)
 	}
+}
+
+// wakeParked runs, in arrival order, the messages parked on buckets
+// released in this batch, until one of them holds the bucket again: the
+// others stay parked for its release (rerunning them all would re-park
+// them all, quadratic in the queue under contention).
+func (p *Partition) wakeParked() {
+	for i := 0; i < len(p.freed); i++ { // handling may free more
+		id := p.freed[i]
+		for {
+			q := p.parked[id]
+			if len(q) == 0 {
+				delete(p.parked, id)
+				break
+			}
+			if _, held := p.held[id]; held {
+				break
+			}
+			m := q[0]
+			q[0] = msg{}
+			p.parked[id] = q[1:]
+			p.handle(m)
+		}
+	}
+	clear(p.freed)
+	p.freed = p.freed[:0]
 }
 
 // fail finishes m with err on all its items.

@@ -1,7 +1,5 @@
 package actor
 
-import "context"
-
 // twoChoices decides a single two-shard take whose shards live on two
 // partitions without holding either in the common case: read both (no
 // hold), decide on the caller's goroutine, then
@@ -16,10 +14,10 @@ import "context"
 //
 // So a hot sharded limit costs two round trips per grant and one per
 // denial, and holds nothing.
-func (g *Group) twoChoices(ctx context.Context, c *Call) error {
+func (g *Group) twoChoices(c *Call) {
 	g.phase(c, kindPeek, c.ranges)
 	if c.FirstErr() != nil {
-		return nil
+		return
 	}
 	m := &c.Members[0]
 	c.Now = g.clock()
@@ -30,7 +28,7 @@ func (g *Group) twoChoices(ctx context.Context, c *Call) error {
 		g.mu.Lock()
 		g.counts.Denials++
 		g.mu.Unlock()
-		return nil
+		return
 	case a.Write && b.Write:
 	default:
 		chosen, other := a, b
@@ -47,12 +45,12 @@ func (g *Group) twoChoices(ctx context.Context, c *Call) error {
 		one.begin(1)
 		if !g.parts[chosen.Part].send(msg{call: one, kind: kindDecide, hi: 1}) {
 			chosen.Err = ErrClosed
-			return nil
+			return
 		}
 		<-one.done
 		if err := one.Items[0].Err; err != nil {
 			chosen.Err = err
-			return nil
+			return
 		}
 		if one.Members[0].OK {
 			r := &one.Members[0]
@@ -62,10 +60,10 @@ func (g *Group) twoChoices(ctx context.Context, c *Call) error {
 			g.mu.Lock()
 			g.counts.count(c, true)
 			g.mu.Unlock()
-			return nil
+			return
 		}
 	}
 	// A split, or the chosen shard no longer suffices: decide exactly.
 	a.Write, b.Write = false, false
-	return g.twoPhase(ctx, c)
+	g.twoPhase(c)
 }
