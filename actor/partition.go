@@ -10,13 +10,13 @@ import (
 type kind uint8
 
 const (
-	kindDecide  kind = iota // decide members (atomic calls: all of them)
-	kindPeek                // report the items' states
-	kindCommit              // store Write items, release holds
-	kindAbort               // release holds
-	kindReset               // delete the items' buckets
-	kindRun                 // run Call.fn on the partition
-	kindChain               // hold the items, pass the call on; the last partition decides
+	kindDecide kind = iota // decide members (atomic calls: all of them)
+	kindPeek               // report the items' states
+	kindCommit             // store Write items, release holds
+	kindAbort              // release holds
+	kindReset              // delete the items' buckets
+	kindRun                // run Call.fn on the partition
+	kindChain              // hold the items, pass the call on; the last partition decides
 )
 
 // msg is one call's work for one partition: the items [lo, hi).
