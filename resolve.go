@@ -20,6 +20,7 @@ type limitDef struct {
 	shards   int
 	phase    int64 // fixed-window phase from cfg.Start
 	hasStart bool
+	inline   bool // from a Request.Config, not Options.Limits
 }
 
 func newLimitDef(name string, c Config) (*limitDef, error) {
@@ -108,6 +109,7 @@ func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.inline = true
 	if v, loaded := l.inline.LoadOrStore(k, d); loaded {
 		d = v.(*limitDef)
 	}

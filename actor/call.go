@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -116,6 +117,19 @@ func (c *Call) AddItem(it Item, m int32, second bool) int32 {
 	it.canon = int32(len(c.Items))
 	c.Items = append(c.Items, it)
 	return int32(len(c.Items) - 1)
+}
+
+// SetItems makes Items n long (reusing its storage) for SetItem.
+func (c *Call) SetItems(n int) {
+	c.Items = slices.Grow(c.Items[:0], n)[:n]
+}
+
+// SetItem stores it at index i, serving member m as its A item. Callers
+// that know every item's partition up front place them grouped by
+// partition this way, which spares Decide the sorting.
+func (c *Call) SetItem(i int32, it Item, m int32) {
+	it.member, it.second, it.canon = m, false, i
+	c.Items[i] = it
 }
 
 // ItemErr returns the first error among the items of member m.
