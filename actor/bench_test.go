@@ -1,0 +1,89 @@
+package actor
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/seed7fbd42b6/ratelimit/bucket"
+)
+
+var benchLim = &bucket.Limit{Kind: bucket.TokenBucket, Rate: 1e9, Period: 1e9, Capacity: 1e9}
+
+// benchGroup runs n partitions on a frozen clock with the memory-mode log.
+func benchGroup(b *testing.B, n int) *Group {
+	g := NewGroup(n, NopLog{}, func() int64 { return 1e18 })
+	g.Start()
+	b.Cleanup(g.Stop)
+	return g
+}
+
+func benchCall(g *Group, key string) *Call {
+	c := NewCall()
+	c.Atomic = true
+	h := bucket.Hash("user", key)
+	i := c.AddItem(Item{ID: BucketID{Name: "user", Key: key}, Hash: BucketHash(h, 0), Lim: benchLim, Part: g.Route(h, 0)}, 0, false)
+	c.Members = append(c.Members, Member{Op: OpTake, Count: 1, A: i, B: -1})
+	return c
+}
+
+// BenchmarkRoundTrip is one single-bucket decision: the caller queues it,
+// a partition decides it, the caller wakes. Serial, then from many
+// goroutines.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, par := range []int{0, 64} {
+		b.Run("parallelism="+strconv.Itoa(par), func(b *testing.B) {
+			g := benchGroup(b, 2)
+			ctx := context.Background()
+			keys := make([]string, 1024)
+			for i := range keys {
+				keys[i] = "k" + strconv.Itoa(i)
+			}
+			var seq atomic.Int64
+			b.ReportAllocs()
+			body := func(i int) {
+				c := benchCall(g, keys[i%len(keys)])
+				if _, err := g.Decide(ctx, c); err != nil || !c.Members[0].OK {
+					b.Fatal(err)
+				}
+				c.Release()
+			}
+			if par == 0 {
+				for i := 0; i < b.N; i++ {
+					body(i)
+				}
+				return
+			}
+			b.SetParallelism(par)
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(seq.Add(1)) * 131
+				for pb.Next() {
+					i++
+					body(i)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkTableGet is a partition's bucket lookup.
+func BenchmarkTableGet(b *testing.B) {
+	t := newTable()
+	const n = 1 << 15
+	ids := make([]BucketID, n)
+	hs := make([]uint64, n)
+	for i := range ids {
+		ids[i] = BucketID{Name: "user", Key: "user-" + strconv.Itoa(i)}
+		hs[i] = BucketHash(bucket.Hash("user", ids[i].Key), 0)
+		t.put(hs[i], entry{id: ids[i], lim: benchLim})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := (i * 7919) % n
+		if _, ok := t.get(hs[j], ids[j]); !ok {
+			b.Fatal("missing")
+		}
+	}
+}
