@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
 const (
@@ -34,30 +35,10 @@ var bg = context.Background()
 
 // ---------------------------------------------------------------- helpers
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is the shared test clock.
+type fakeClock = ratelimittest.Clock
 
-func newClock(t time.Time) *fakeClock { return &fakeClock{now: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func newClock(t time.Time) *fakeClock { return ratelimittest.NewClock(t) }
 
 func open(t *testing.T, clk *fakeClock, limits map[string]ratelimit.Config) *ratelimit.Limiter {
 	t.Helper()

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,7 +19,7 @@ var durableLimits = map[string]Config{
 	"big": {Kind: TokenBucket, Rate: 1e9, Period: time.Hour},
 }
 
-func openDurable(t testing.TB, path string, clk *fakeClock, mod func(*Options)) *Limiter {
+func openDurable(t testing.TB, path string, clk *ratelimittest.Clock, mod func(*Options)) *Limiter {
 	t.Helper()
 	o := Options{Path: path, Limits: durableLimits, Now: clk.Now, SweepInterval: -1, SnapshotInterval: -1, SnapshotBytes: -1}
 	if mod != nil {
@@ -234,7 +235,7 @@ func TestOneOffKeysDoNotAccumulate(t *testing.T) {
 		if got := live(); got != n {
 			t.Fatalf("wave %d: %d live buckets, want %d", w, got, n)
 		}
-		clk.Add(time.Minute) // every bucket refills
+		clk.Advance(time.Minute) // every bucket refills
 		if err := l.Snapshot(); err != nil {
 			t.Fatal(err)
 		}

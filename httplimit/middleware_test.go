@@ -13,32 +13,15 @@ import (
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
-
-// clock is a settable clock for ratelimit.Options.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 var t0 = time.Unix(1_700_000_000, 0)
 
 // env is a limiter with a frozen clock behind a real HTTP server.
 type env struct {
 	l      *ratelimit.Limiter
-	clock  *clock
+	clock  *ratelimittest.Clock
 	srv    *httptest.Server
 	mw     *middleware
 	mu     sync.Mutex
@@ -51,7 +34,7 @@ type env struct {
 
 func newEnv(t *testing.T, limits map[string]ratelimit.Config, opts Options) *env {
 	t.Helper()
-	e := &env{clock: &clock{t: t0}}
+	e := &env{clock: ratelimittest.NewClock(t0)}
 	l, err := ratelimit.Open(ratelimit.Options{Limits: limits, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +112,7 @@ type step struct {
 func (e *env) run(t *testing.T, steps []step) {
 	t.Helper()
 	for i, s := range steps {
-		e.clock.Add(s.advance)
+		e.clock.Advance(s.advance)
 		got := e.get(t)
 		w := s.want
 		if got.code != w.code || got.limit != w.limit || got.retryAfter != w.retryAfter ||
@@ -215,7 +198,7 @@ func TestReservation(t *testing.T) {
 
 	// The client goes away while waiting: 503 (unseen), the handler does not
 	// run, and the reservation is credited back.
-	e.clock.Add(time.Second) // value -1
+	e.clock.Advance(time.Second) // value -1
 	e.wait = func() error { return context.Canceled }
 	if got := e.get(t); got.code != 503 {
 		t.Fatalf("abandoned reservation: %+v", got)
