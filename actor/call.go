@@ -104,7 +104,8 @@ func NewCall() *Call { return callPool.Get().(*Call) }
 // Release returns c to the pool. It must not be used afterwards, and must
 // not be released if Wait reported it abandoned.
 func (c *Call) Release() {
-	clear(c.Items) // drop string references
+	clear(c.Items) // drop string and limit references
+	clear(c.Members)
 	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
 	c.Atomic, c.Now, c.fn, c.cancel, c.DecideFn, c.uncounted = false, 0, nil, false, nil, false
 	callPool.Put(c)

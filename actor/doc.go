@@ -28,20 +28,25 @@
 // # Several buckets atomically
 //
 // A call whose items all live on one partition is decided there in one
-// step. Otherwise it runs two phases: prepare the partitions one at a time
-// in partition order, each holding the call's buckets and reporting their
-// states; decide on the caller's goroutine; then commit (store the new
-// states, release) or abort (release) everywhere. A held bucket is changed by
-// no one else: messages that touch it are parked, not blocked on, and rerun
-// when it is released. A partition's prepare holds all or none of its
-// buckets, and a call waits only on partitions after the ones it holds, so
-// waits form no cycle: no deadlock.
+// step. Otherwise it is chained through its partitions in partition order:
+// each holds the call's buckets and passes the call to the next; the last
+// one has every state, decides, stores its part and sends commit (store the
+// new states, release) or abort (release) back to the others. A held bucket
+// is changed by no one else: messages that touch it are parked, not blocked
+// on, and rerun in arrival order when it is released (newcomers queue
+// behind them). A partition holds all or none of a step's buckets, and a
+// call waits only on partitions after the ones it holds, so waits form no
+// cycle: no deadlock. Holds last one hop between partitions, never a trip
+// through the caller's goroutine. A single request on two shards that live
+// on different partitions first tries a hold-free path (see twochoice.go).
 //
 // # Cancellation
 //
 // A single-message call whose caller gives up before a partition has taken
 // it up is skipped: nothing is consumed. One already taken up may still be
 // granted (and, durably, committed) after its caller has been told the
-// context ended; that is conservative. Multi-phase calls observe
-// cancellation only between phases. No partition ever blocks on a caller.
+// context ended; that is conservative. Calls over several partitions
+// observe cancellation only before they start: once under way they finish,
+// and cannot block forever, since no partition ever blocks on a caller and
+// holds end one hop later.
 package actor

@@ -62,8 +62,10 @@ func (g *Group) Start() {
 // Stop lets every partition finish the messages it has, then stops it.
 // Messages sent afterwards fail with ErrClosed.
 func (g *Group) Stop() {
-	for _, p := range g.parts {
-		p.stop()
+	// Highest first: commits and aborts travel towards lower partitions,
+	// so every partition still running can hear how its holds end.
+	for i := len(g.parts) - 1; i >= 0; i-- {
+		g.parts[i].stop()
 	}
 }
 
@@ -92,6 +94,9 @@ func (g *Group) Restore(id BucketID, h uint64, s bucket.State, lim *bucket.Limit
 // items (Call.ItemErr). A non-nil error means ctx ended first; abandoned
 // reports that c now belongs to the partitions and must not be released.
 func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error) {
+	if len(c.Items) == 0 {
+		return false, nil
+	}
 	if c.Atomic && len(c.Items) > 1 {
 		g.group(c) // order, and merge repeated buckets into one canonical item
 	}

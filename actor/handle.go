@@ -55,12 +55,14 @@ func (p *Partition) handle(m msg) {
 
 // blocked parks m if one of its buckets is held by another call.
 func (p *Partition) blocked(m msg) bool {
-	if len(p.held) == 0 {
+	if len(p.held) == 0 && len(p.parked) == 0 {
 		return false
 	}
 	for i := m.lo; i < m.hi; i++ {
 		id := m.call.Items[i].ID
-		if owner, ok := p.held[id]; ok && owner != m.call {
+		owner, ok := p.held[id]
+		if ok && owner != m.call || !ok && !p.rerun && len(p.parked[id]) > 0 {
+			// Held, or others wait for it: queue behind them.
 			p.parked[id] = append(p.parked[id], m)
 			return true
 		}

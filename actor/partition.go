@@ -45,6 +45,7 @@ type Partition struct {
 	held    map[BucketID]*Call // buckets prepared by a call, until its commit or abort
 	parked  map[BucketID][]msg // messages waiting for a held bucket
 	freed   []BucketID         // buckets released this batch, whose parked messages may run
+	rerun   bool               // wakeParked is running a parked message
 	failed  error              // the log's error, read once per batch
 	now     int64              // the batch's clock reading
 	recs    []wal.Record       // this batch's records
@@ -188,7 +189,9 @@ func (p *Partition) wakeParked() {
 			m := q[0]
 			q[0] = msg{}
 			p.parked[id] = q[1:]
+			p.rerun = true
 			p.handle(m)
+			p.rerun = false
 		}
 	}
 	clear(p.freed)

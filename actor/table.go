@@ -9,7 +9,12 @@ import "github.com/seed7fbd42b6/ratelimit/bucket"
 // collides with another live one are kept, exactly, in an overflow map.
 type table struct {
 	main     map[uint64]entry
-	overflow map[BucketID]entry // ids whose hash is taken in main by another id
+	overflow map[BucketID]ovEntry // ids whose hash is taken in main by another id
+}
+
+type ovEntry struct {
+	h uint64 // the table key the caller used
+	e entry
 }
 
 type entry struct {
@@ -31,8 +36,8 @@ func (t *table) get(h uint64, id BucketID) (entry, bool) {
 		return e, true
 	}
 	if ok && len(t.overflow) > 0 {
-		e, ok = t.overflow[id]
-		return e, ok
+		o, ok := t.overflow[id]
+		return o.e, ok
 	}
 	return entry{}, false
 }
@@ -44,9 +49,9 @@ func (t *table) put(h uint64, e entry) {
 		return
 	}
 	if t.overflow == nil {
-		t.overflow = make(map[BucketID]entry)
+		t.overflow = make(map[BucketID]ovEntry)
 	}
-	t.overflow[e.id] = e
+	t.overflow[e.id] = ovEntry{h, e}
 }
 
 func (t *table) del(h uint64, id BucketID) {
@@ -60,9 +65,9 @@ func (t *table) del(h uint64, id BucketID) {
 	}
 	delete(t.main, h)
 	// Promote an overflow entry with the same hash, if any.
-	for oid, e := range t.overflow {
-		if oid.hash() == h {
-			t.main[h] = e
+	for oid, o := range t.overflow {
+		if o.h == h {
+			t.main[h] = o.e
 			delete(t.overflow, oid)
 			return
 		}
@@ -70,6 +75,3 @@ func (t *table) del(h uint64, id BucketID) {
 }
 
 func (t *table) len() int { return len(t.main) + len(t.overflow) }
-
-// hash recomputes an id's table key (slow path: overflow promotion only).
-func (id BucketID) hash() uint64 { return BucketHash(bucket.Hash(id.Name, id.Key), id.Shard) }

@@ -1,0 +1,212 @@
+package actor
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/seed7fbd42b6/ratelimit/bucket"
+)
+
+// collidingIDs are n distinct bucket ids given one shared table hash h
+// (a real 64-bit collision cannot be found, so the test forges one).
+func collidingIDs(n int) (h uint64, ids []BucketID) {
+	for i := 0; i < n; i++ {
+		ids = append(ids, BucketID{Name: "n", Key: fmt.Sprintf("c%d", i)})
+	}
+	return 0xC011_1DE5_C011_1DE5, ids
+}
+
+func st(v float64) bucket.State { return bucket.State{Value: v, TS: t0} }
+
+func mustGet(t *testing.T, tb *table, h uint64, id BucketID, want float64) {
+	t.Helper()
+	e, ok := tb.get(h, id)
+	if !ok {
+		t.Fatalf("get(%v): missing, want value %v", id, want)
+	}
+	if e.id != id || e.s.Value != want {
+		t.Fatalf("get(%v) = %+v, want value %v", id, e, want)
+	}
+}
+
+func mustMiss(t *testing.T, tb *table, h uint64, id BucketID) {
+	t.Helper()
+	if e, ok := tb.get(h, id); ok {
+		t.Fatalf("get(%v) = %+v, want missing", id, e)
+	}
+}
+
+func TestTableCollisionsKeptExactly(t *testing.T) {
+	lim := tokenLim(10)
+	h, ids := collidingIDs(4)
+	tb := newTable()
+	for i, id := range ids {
+		mustMiss(t, &tb, h, id)
+		tb.put(h, entry{id: id, s: st(float64(i)), lim: lim})
+	}
+	if tb.len() != 4 {
+		t.Fatalf("len = %d, want 4", tb.len())
+	}
+	for i, id := range ids {
+		mustGet(t, &tb, h, id, float64(i))
+	}
+	// Updates land on the right entry, in main or overflow.
+	for i, id := range ids {
+		tb.put(h, entry{id: id, s: st(float64(10 + i)), lim: lim})
+	}
+	if tb.len() != 4 {
+		t.Fatalf("len after updates = %d, want 4", tb.len())
+	}
+	for i, id := range ids {
+		mustGet(t, &tb, h, id, float64(10+i))
+	}
+	// An id that is neither stored nor the main entry is missing.
+	mustMiss(t, &tb, h, BucketID{Name: "n", Key: "absent"})
+	// Deleting an overflow id leaves the rest.
+	tb.del(h, ids[2])
+	mustMiss(t, &tb, h, ids[2])
+	for _, i := range []int{0, 1, 3} {
+		mustGet(t, &tb, h, ids[i], float64(10+i))
+	}
+	// Deleting an absent colliding id changes nothing.
+	tb.del(h, BucketID{Name: "n", Key: "absent"})
+	if tb.len() != 3 {
+		t.Fatalf("len = %d, want 3", tb.len())
+	}
+}
+
+// Deleting the main entry of a colliding hash must keep every overflow
+// entry reachable (promotion). The table is keyed by the hash its callers
+// pass (Item.Hash, Restore's h); del's promotion instead recomputes
+// BucketHash(bucket.Hash(Name, Key), Shard) of each overflow id, so an
+// entry whose caller-supplied hash is not that recomputation is never
+// promoted and becomes unreachable (get misses it, so its bucket reads as
+// full: over-admission), while a stale copy lingers in overflow.
+func TestTableDeleteMainPromotesOverflow(t *testing.T) {
+	lim := tokenLim(10)
+	h, ids := collidingIDs(3)
+	tb := newTable()
+	for i, id := range ids {
+		tb.put(h, entry{id: id, s: st(float64(i)), lim: lim})
+	}
+	tb.del(h, ids[0])
+	mustMiss(t, &tb, h, ids[0])
+	mustGet(t, &tb, h, ids[1], 1)
+	mustGet(t, &tb, h, ids[2], 2)
+	tb.del(h, ids[1])
+	mustGet(t, &tb, h, ids[2], 2)
+	tb.del(h, ids[2])
+	if tb.len() != 0 {
+		t.Fatalf("len = %d after deleting everything, want 0 (main %v overflow %v)", tb.len(), tb.main, tb.overflow)
+	}
+}
+
+// The same through the partitions: two buckets on one partition whose
+// Items carry the same Hash. Resetting one must not lose the other's debt.
+func TestCollidingItemsThroughGroup(t *testing.T) {
+	g := newGroup(t, 2, NopLog{}, frozen)
+	lim := tokenLim(10)
+	a := itemFor(g, lim, "n", "a", 0)
+	b := a
+	b.ID.Key = "b-forged-collision" // same Hash and Part, different id
+
+	for _, it := range []Item{a, b} {
+		c := takeCall(3, it)
+		decide(t, g, c)
+		if !c.Members[0].OK || c.Members[0].Left != 7 {
+			t.Fatalf("first take on %v: %+v, want 7 left", it.ID, c.Members[0])
+		}
+		c.Release()
+	}
+	// One atomic call over both: each sees its own state.
+	c := takeCall(1, a, b)
+	decide(t, g, c)
+	if c.Members[0].Left != 6 || c.Members[1].Left != 6 {
+		t.Fatalf("atomic take over colliding buckets: %+v", c.Members)
+	}
+	c.Release()
+
+	r := NewCall()
+	r.AddItem(a, -1, false)
+	g.Reset(r)
+	r.Release()
+	if v := value(t, g, a); v != 10 {
+		t.Fatalf("a after reset = %v, want 10", v)
+	}
+	if v := value(t, g, b); v != 6 {
+		t.Fatalf("b after resetting a = %v, want 6 (b's state lost: its tokens are minted again)", v)
+	}
+}
+
+// Sweep drops full buckets and visits every other bucket exactly once,
+// in main and overflow alike, and leaves the survivors reachable.
+func TestSweepOverCollisions(t *testing.T) {
+	lim := tokenLim(10)
+	for _, tc := range []struct {
+		name string
+		vals []float64 // per colliding id, in insertion order (first is main)
+	}{
+		{"main-full", []float64{10, 3}},
+		{"overflow-full", []float64{3, 10}},
+		{"all-full", []float64{10, 10, 10}},
+		{"none-full", []float64{1, 2, 3}},
+		{"main-full-many", []float64{10, 1, 10, 2, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, ids := collidingIDs(len(tc.vals))
+			p := newPartition(NopLog{}, frozen)
+			for i, id := range ids {
+				p.buckets.put(h, entry{id: id, s: st(tc.vals[i]), lim: lim})
+			}
+			// A non-colliding neighbour that is not full.
+			other := BucketID{Name: "n", Key: "other"}
+			p.buckets.put(BucketHash(bucket.Hash(other.Name, other.Key), 0), entry{id: other, s: st(4), lim: lim})
+			seen := map[BucketID]int{}
+			dropped := p.Sweep(t0, func(id BucketID, s bucket.State) { seen[id]++ })
+			wantDropped := 0
+			for i, id := range ids {
+				if tc.vals[i] >= 10 {
+					wantDropped++
+					if seen[id] != 0 {
+						t.Errorf("full %v visited", id)
+					}
+					mustMiss(t, &p.buckets, h, id)
+					continue
+				}
+				if seen[id] != 1 {
+					t.Errorf("%v visited %d times, want 1", id, seen[id])
+				}
+				mustGet(t, &p.buckets, h, id, tc.vals[i])
+			}
+			if seen[other] != 1 {
+				t.Errorf("neighbour visited %d times", seen[other])
+			}
+			if dropped != wantDropped {
+				t.Errorf("dropped %d, want %d", dropped, wantDropped)
+			}
+			if p.Len() != len(ids)-wantDropped+1 {
+				t.Errorf("Len = %d, want %d", p.Len(), len(ids)-wantDropped+1)
+			}
+		})
+	}
+}
+
+// Restore and later decisions agree on where a bucket is, and a restored
+// deletion removes it.
+func TestRestoreThenDecide(t *testing.T) {
+	lim := tokenLim(10)
+	g := NewGroup(3, NopLog{}, frozen)
+	x := itemFor(g, lim, "n", "x", 2)
+	g.Restore(x.ID, bucket.Hash("n", "x"), st(4), lim, false)
+	y := itemFor(g, lim, "n", "y", 0)
+	g.Restore(y.ID, bucket.Hash("n", "y"), st(4), lim, false)
+	g.Restore(y.ID, bucket.Hash("n", "y"), bucket.State{}, nil, true)
+	g.Start()
+	t.Cleanup(g.Stop)
+	c := takeCall(1, x, y)
+	decide(t, g, c)
+	if c.Members[0].Left != 3 || c.Members[1].Left != 9 {
+		t.Fatalf("after restore: %+v, want x 3 left, y 9 left", c.Members)
+	}
+	c.Release()
+}
