@@ -33,6 +33,9 @@ func (k Kind) String() string {
 // MaxShards is the largest Config.Shards accepted.
 const MaxShards = 1 << 16
 
+// MaxPartitions is the largest Options.Partitions accepted.
+const MaxPartitions = 1 << 12
+
 // Config describes one limit. The zero value is invalid: Kind, Rate and
 // Period must be set.
 type Config struct {

@@ -69,17 +69,17 @@ func fillEmptiest(c *actor.Call, now int64, count float64) {
 		}
 		return 0
 	})
-	// Find the level L: the k emptiest shards rise to L (< the next one's
-	// value), using exactly count tokens; L never exceeds capacity.
-	level, left := lim.Capacity, count
+	// Find the level L: the k emptiest shards rise to L (at most the next
+	// one's value), using exactly count tokens; L never exceeds capacity.
+	level, sum := lim.Capacity, 0.0
 	for k := 1; k <= len(ss); k++ {
+		sum += ss[k-1].v // the k emptiest values
 		next := lim.Capacity
 		if k < len(ss) {
 			next = min(ss[k].v, lim.Capacity)
 		}
-		need := float64(k)*next - sumFirst(ss[:k], func(s shard) float64 { return s.v })
-		if need >= left {
-			level = (left + sumFirst(ss[:k], func(s shard) float64 { return s.v })) / float64(k)
+		if float64(k)*next-sum >= count {
+			level = (count + sum) / float64(k)
 			break
 		}
 	}
@@ -90,14 +90,6 @@ func fillEmptiest(c *actor.Call, now int64, count float64) {
 			it.Write = true
 		}
 	}
-}
-
-func sumFirst[T any](xs []T, f func(T) float64) float64 {
-	var t float64
-	for _, x := range xs {
-		t += f(x)
-	}
-	return t
 }
 
 // Config returns the named limit's config with defaults applied.

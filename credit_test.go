@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"github.com/seed7fbd42b6/ratelimit/actor"
+	"github.com/seed7fbd42b6/ratelimit/bucket"
 	"path/filepath"
 	"testing"
 	"time"
@@ -138,5 +140,32 @@ func TestJitter(t *testing.T) {
 	}
 	if len(seen) != 2 {
 		t.Fatal("jitter does not spread over the interval")
+	}
+}
+
+func TestFillEmptiestUnequal(t *testing.T) {
+	lim := &bucket.Limit{Kind: bucket.TokenBucket, Rate: 10, Period: int64(time.Hour), Capacity: 10}
+	for _, c := range []struct {
+		vals   []float64
+		credit float64
+		want   []float64
+	}{
+		{[]float64{0, 2, 5, 10}, 4, []float64{3, 3, 5, 10}},
+		{[]float64{5, 0, 2}, 1, []float64{5, 1, 2}},
+		{[]float64{5, 0, 2}, 12, []float64{19.0 / 3, 19.0 / 3, 19.0 / 3}},
+		{[]float64{9, 9}, 100, []float64{10, 10}},
+		{[]float64{-4, 3}, 3, []float64{-1, 3}},
+	} {
+		call := actor.NewCall()
+		for _, v := range c.vals {
+			call.AddItem(actor.Item{Lim: lim, State: bucket.State{Value: v, TS: 0}}, -1, false)
+		}
+		fillEmptiest(call, 0, c.credit)
+		for i := range c.vals {
+			if got := call.Items[i].State.Value; got != c.want[i] {
+				t.Errorf("%v + %v: shard %d = %v, want %v", c.vals, c.credit, i, got, c.want[i])
+			}
+		}
+		call.Release()
 	}
 }

@@ -61,11 +61,11 @@ func (l *Limiter) recover() error {
 // Options.SnapshotBytes and SnapshotInterval; calling it directly is useful
 // before a planned restart. In memory mode it only drops full buckets.
 func (l *Limiter) Snapshot() error {
+	l.snapMu.Lock()
+	defer l.snapMu.Unlock()
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	l.snapMu.Lock()
-	defer l.snapMu.Unlock()
 	if l.log == nil {
 		l.sweep()
 		return nil

@@ -50,8 +50,8 @@ func Open(opts Options) (*Limiter, error) {
 		}
 		l.limits[name] = d
 	}
-	if opts.Partitions < 0 {
-		return nil, fmt.Errorf("%w: partitions %d < 0", ErrInvalidOptions, opts.Partitions)
+	if opts.Partitions < 0 || opts.Partitions > MaxPartitions {
+		return nil, fmt.Errorf("%w: partitions %d not in [0, %d]", ErrInvalidOptions, opts.Partitions, MaxPartitions)
 	}
 	n := opts.Partitions
 	if n == 0 {
@@ -97,6 +97,8 @@ func (l *Limiter) Close() error {
 	close(l.stopBG)
 	l.bgDone.Wait()
 	l.group.Stop()
+	l.snapMu.Lock() // a snapshot the user started finishes before the file closes
+	defer l.snapMu.Unlock()
 	if l.log != nil {
 		if err := l.log.Close(); err != nil {
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
