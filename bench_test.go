@@ -36,8 +36,8 @@ func benchLimiter(b *testing.B, path string) *Limiter {
 	return l
 }
 
-// BenchmarkLimit is one Limit call per operation, memory mode, with
-// b.RunParallel goroutines (-cpu sets how many per GOMAXPROCS).
+// BenchmarkLimit is one Limit call per operation, memory mode, at (about)
+// the given number of concurrent callers.
 func BenchmarkLimit(b *testing.B) {
 	for _, par := range []int{1, 16, 256} {
 		b.Run("callers="+strconv.Itoa(par), func(b *testing.B) {
@@ -45,7 +45,7 @@ func BenchmarkLimit(b *testing.B) {
 			ctx := context.Background()
 			var seq atomic.Uint64
 			b.ReportAllocs()
-			b.SetParallelism(par)
+			b.SetParallelism((par + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 			b.RunParallel(func(pb *testing.PB) {
 				i := seq.Add(1) * 7919
 				for pb.Next() {
@@ -95,7 +95,7 @@ func BenchmarkStripedRate(b *testing.B) {
 	}
 	var seq atomic.Uint64
 	b.ReportAllocs()
-	b.SetParallelism(256)
+	b.SetParallelism((256 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0)) // 256 callers, as BenchmarkLimit/callers=256
 	b.RunParallel(func(pb *testing.PB) {
 		i := seq.Add(1) * 7919
 		for pb.Next() {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/wal"
 )
 
 // Kind is a limit's algorithm.
@@ -32,6 +34,10 @@ func (k Kind) String() string {
 
 // MaxShards is the largest Config.Shards accepted.
 const MaxShards = 1 << 16
+
+// MaxKeyLen is the longest key (and limit name), in bytes, that a request
+// may carry: the write-ahead log's bound on a record field.
+const MaxKeyLen = wal.MaxFieldLen
 
 // MaxPartitions is the largest Options.Partitions accepted.
 const MaxPartitions = 1 << 12
@@ -67,14 +73,16 @@ type Options struct {
 	// Limits are the named limits. A Request may instead carry its config
 	// inline.
 	Limits map[string]Config
-	// Now is the clock; nil means time.Now.
+	// Now is the clock; nil means time.Now. It is called concurrently
+	// (from every partition and from callers), so it must be safe for
+	// concurrent use.
 	Now func() time.Time
 	// Partitions is the number of actor partitions (goroutines owning
 	// buckets); 0 means GOMAXPROCS. More partitions than processors only
 	// adds scheduling: the partitions already keep every core busy.
 	Partitions int
 	// LockTimeout bounds how long Open waits for another process's lock on
-	// Path; 0 means 1 s.
+	// Path; 0 means 1 s, < 0 tries once without waiting.
 	LockTimeout time.Duration
 	// SnapshotBytes triggers a snapshot once this many log bytes were
 	// written since the last one; 0 means 64 MiB, < 0 disables the trigger.
@@ -85,7 +93,11 @@ type Options struct {
 	SnapshotInterval time.Duration
 	// SweepInterval is how often partitions drop buckets that have refilled
 	// to full (a full bucket equals an absent one); 0 means 1 min, < 0
-	// disables sweeping (snapshots still skip and drop full buckets).
+	// disables sweeping (snapshots still skip and drop full buckets). The
+	// background triggers (sweeps, snapshots) are checked once a second, so
+	// shorter intervals act as 1 s. A sweep visits a partition's whole map
+	// in one step: with millions of live keys it delays that partition's
+	// requests for a few milliseconds.
 	SweepInterval time.Duration
 	// Logger receives errors and recovery events; nil discards them.
 	Logger *slog.Logger
@@ -100,6 +112,8 @@ func (c Config) validate(name string) error {
 		return fmt.Errorf("%w: limit %q: %s", ErrInvalidConfig, name, fmt.Sprintf(format, args...))
 	}
 	switch {
+	case len(name) > MaxKeyLen:
+		return fmt.Errorf("%w: limit name of %d bytes is longer than %d", ErrInvalidConfig, len(name), MaxKeyLen)
 	case c.Kind != TokenBucket && c.Kind != FixedWindow:
 		return bad("unknown kind %d", int(c.Kind))
 	case !finite(c.Rate) || c.Rate <= 0:
@@ -114,6 +128,8 @@ func (c Config) validate(name string) error {
 		return bad("shards %d must be in [0, %d]", c.Shards, MaxShards)
 	case c.Kind == TokenBucket && !c.Start.IsZero():
 		return bad("start is only for fixed windows")
+	case !c.Start.IsZero() && (c.Start.Before(minStart) || c.Start.After(maxStart)):
+		return bad("start %v outside the years 1678 to 2261", c.Start)
 	}
 	return nil
 }
@@ -128,5 +144,11 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// The range of times whose Unix nanoseconds fit an int64.
+var (
+	minStart = time.Unix(0, math.MinInt64).Add(time.Hour)
+	maxStart = time.Unix(0, math.MaxInt64).Add(-time.Hour)
+)
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

@@ -18,6 +18,9 @@ func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) e
 	if err := l.usable(ctx); err != nil {
 		return err
 	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
 	d, err := l.resolve(name, nil)
 	if err != nil {
 		return err

@@ -33,7 +33,9 @@
 //     an error, never a silent grant. After a failed commit the limiter
 //     refuses every further grant (ErrUnavailable) until reopened.
 //   - Exact: with a frozen clock, a bucket's value is capacity minus the sum
-//     of acknowledged grants, bit for bit, under any concurrency.
+//     of acknowledged grants, under any concurrency: bit for bit when the
+//     counts and per-shard capacities are integers (float sums of fractions
+//     may round differently in another order).
 //   - Errors are for requests that cannot be decided (bad input: ErrInvalidCount,
 //     ErrInvalidConfig, ErrUnknownLimit; ErrClosed; a context's error;
 //     ErrUnavailable). An error consumes nothing, with one documented

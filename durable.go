@@ -13,7 +13,7 @@ import (
 
 func (l *Limiter) openLog() (*wal.Log, error) {
 	timeout := l.opts.LockTimeout
-	if timeout <= 0 {
+	if timeout == 0 {
 		timeout = DefaultLockTimeout
 	}
 	w, err := wal.Open(l.opts.Path, wal.Options{

@@ -14,13 +14,19 @@ var (
 	// ErrInvalidCount: a count is negative, NaN or infinite, or larger than
 	// the limit could ever grant.
 	ErrInvalidCount = errors.New("ratelimit: invalid count")
+	// ErrInvalidKey: a key is longer than MaxKeyLen.
+	ErrInvalidKey = errors.New("ratelimit: invalid key")
 	// ErrInvalidOptions: Options other than the limits are invalid.
 	ErrInvalidOptions = errors.New("ratelimit: invalid options")
 	// ErrClosed: the Limiter has been closed.
 	ErrClosed = errors.New("ratelimit: limiter closed")
-	// ErrUnavailable: the write-ahead log could not be written. The grant
-	// was not acknowledged; the limiter fails closed and refuses further
-	// grants until it is reopened.
+	// ErrUnavailable: durable state could not be used. From a request: the
+	// write-ahead log could not be written, the grant was not acknowledged,
+	// and the limiter fails closed, refusing every further grant until it is
+	// reopened. From Open, Snapshot or Close: the file could not be opened
+	// (locked by another process, corrupt, foreign, newer format) or
+	// written; the wrapped error says which (errors.Is with wal.ErrLocked,
+	// wal.ErrCorrupt, wal.ErrVersion).
 	ErrUnavailable = errors.New("ratelimit: persistence unavailable")
 	// ErrRateLimited is matched (errors.Is) by the error Status.Err returns
 	// for a denial.

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit/actor"
-	"github.com/seed7fbd42b6/ratelimit/bucket"
 	"github.com/seed7fbd42b6/ratelimit/wal"
 )
 
@@ -128,6 +126,9 @@ func (l *Limiter) one(ctx context.Context, r Request, op actor.Op) (Status, erro
 	if err := l.usable(ctx); err != nil {
 		return Status{}, err
 	}
+	if err := checkKey(r.Key); err != nil {
+		return Status{}, err
+	}
 	d, err := l.resolve(r.Name, r.Config)
 	if err != nil {
 		return Status{}, err
@@ -167,7 +168,11 @@ func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 	c.Atomic = true
 	defs := make([]*limitDef, len(rs))
 	for i, r := range rs {
-		d, err := l.resolve(r.Name, r.Config)
+		err := checkKey(r.Key)
+		var d *limitDef
+		if err == nil {
+			d, err = l.resolve(r.Name, r.Config)
+		}
 		if err == nil {
 			var n float64
 			if n, err = d.count(r.Count, r.Reserve); err == nil {
@@ -178,6 +183,10 @@ func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 		}
 		c.Release()
 		return Status{}, fmt.Errorf("request %d: %w", i, err)
+	}
+	if err := repeatsFit(rs, defs, c.Members); err != nil {
+		c.Release()
+		return Status{}, err
 	}
 	if abandoned, err := l.group.Decide(ctx, c); err != nil {
 		if !abandoned {
@@ -219,145 +228,41 @@ func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 	return st, nil
 }
 
-// LimitMany decides each request independently, as Limit would, but hands
-// them to the partitions together: for callers that decide many things at
-// once (a game tick, a queue consumer) it costs far less per request. It
-// appends one Decision per request to out[:0] and returns it; reuse out to
-// avoid allocating.
-func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) []Decision {
-	out = out[:0]
-	if err := l.usable(ctx); err != nil {
-		for range rs {
-			out = append(out, Decision{Err: err})
-		}
-		return out
-	}
-	c := actor.NewCall()
-	sc := manyPool.Get().(*manyScratch)
-	defer manyPool.Put(sc)
-	sc.reset(l.group.N())
-	sharded := false
-	var d *limitDef // the previous request's limit: batches mostly repeat one
+// repeatsFit rejects a LimitAll that names one unsharded bucket several
+// times with counts that together exceed what the bucket could ever grant:
+// such a call could never succeed, so it is an error, not a denial.
+func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 	for i := range rs {
-		r := &rs[i]
-		var err error
-		if d == nil || r.Config != nil || r.Name != d.name || d.inline {
-			d, err = l.resolve(r.Name, r.Config)
-		}
-		var n float64
-		if err == nil {
-			n, err = d.count(r.Count, r.Reserve)
-		}
-		switch {
-		case err != nil:
-			out = append(out, Decision{Err: err})
-			d = nil
-		case d.shards > 1: // spans two partitions: decided one by one below
-			out = append(out, Decision{Status: Status{Limit: d.name}, Err: errLater})
-			sharded = true
-		default:
-			out = append(out, Decision{Status: Status{Limit: d.name}})
-			h := bucket.HashWith(d.nameHash, r.Key)
-			part := l.group.Route(h, 0)
-			sc.add(h, part, int32(i))
-			c.Members = append(c.Members, actor.Member{Op: actor.OpTake, Count: n, Reserve: r.Reserve, B: -1, Ref: d})
-		}
-	}
-	// Place the items grouped by partition, in request order within each.
-	sc.prefix()
-	c.SetItems(len(c.Members))
-	for m := range c.Members {
-		d := c.Members[m].Ref.(*limitDef)
-		h, part := sc.hash[m], sc.part[m]
-		pos := sc.next[part]
-		sc.next[part]++
-		c.SetItem(pos, actor.Item{
-			ID:    actor.BucketID{Name: d.name, Key: rs[sc.req[m]].Key},
-			Hash:  actor.BucketHash(h, 0),
-			Lim:   &d.shard,
-			Phase: d.phaseFor(h),
-			Part:  part,
-		}, int32(m))
-		c.Members[m].A = pos
-	}
-	if len(c.Members) > 0 {
-		abandoned, err := l.group.Decide(ctx, c)
-		if err != nil {
-			for i := range out {
-				if out[i].Err == nil || out[i].Err == errLater {
-					out[i].Err = err
-				}
-			}
-			if !abandoned {
-				c.Release()
-			}
-			return out
-		}
-	}
-	m := 0
-	for i := range out {
-		if out[i].Err != nil {
+		if defs[i].shards > 1 {
 			continue
 		}
-		if err := l.itemErr(c.ItemErr(m)); err != nil {
-			out[i].Err = err
-		} else {
-			out[i].Status = c.Members[m].Ref.(*limitDef).status(&c.Members[m])
-		}
-		m++
-	}
-	c.Release()
-	if sharded {
-		for i := range out {
-			if out[i].Err == errLater {
-				out[i].Status, out[i].Err = l.Limit(ctx, rs[i])
+		total, reserve := 0.0, false
+		for j := range rs {
+			if defs[j] == defs[i] && rs[j].Key == rs[i].Key {
+				total += ms[j].Count
+				reserve = reserve || rs[j].Reserve
 			}
 		}
+		if most := defs[i].shard.MaxCount(reserve); total > most {
+			return fmt.Errorf("%w: %v tokens asked of %q/%q in one call, more than it can ever grant (%v)",
+				ErrInvalidCount, total, defs[i].name, rs[i].Key, most)
+		}
 	}
-	return out
+	return nil
 }
-
-// manyScratch is LimitMany's per-call working memory, pooled.
-type manyScratch struct {
-	hash []uint64
-	part []int32
-	req  []int32 // request index of each member
-	next []int32 // per partition: the next free item index
-}
-
-var manyPool = sync.Pool{New: func() any { return new(manyScratch) }}
-
-func (s *manyScratch) reset(parts int) {
-	s.hash, s.part, s.req = s.hash[:0], s.part[:0], s.req[:0]
-	s.next = slices.Grow(s.next[:0], parts)[:parts]
-	clear(s.next)
-}
-
-// add records a member's hash and partition, counting it in next.
-func (s *manyScratch) add(h uint64, part, req int32) {
-	s.hash = append(s.hash, h)
-	s.part = append(s.part, part)
-	s.req = append(s.req, req)
-	s.next[part]++
-}
-
-// prefix turns next's per-partition counts into each partition's first
-// item index.
-func (s *manyScratch) prefix() {
-	var sum int32
-	for p, n := range s.next {
-		s.next[p] = sum
-		sum += n
-	}
-}
-
-// errLater marks, inside LimitMany, a request decided after the batch.
-var errLater = errors.New("decided later")
 
 // Reset deletes every shard of (name, key): the bucket is full again. The
 // deletion is durable before Reset returns.
+//
+// Reset, Value and Credit take a limit's name: one of Options.Limits, or
+// one that a request carried inline since Open. An inline-only limit is
+// unknown to them after a restart until a request carries its config again;
+// put limits you reset in Options.Limits.
 func (l *Limiter) Reset(ctx context.Context, name, key string) error {
 	if err := l.usable(ctx); err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
 		return err
 	}
 	d, err := l.resolve(name, nil)
@@ -375,6 +280,9 @@ func (l *Limiter) Reset(ctx context.Context, name, key string) error {
 // limit's shards, and the limit's config. It writes nothing.
 func (l *Limiter) Value(ctx context.Context, name, key string) (Value, error) {
 	if err := l.usable(ctx); err != nil {
+		return Value{}, err
+	}
+	if err := checkKey(key); err != nil {
 		return Value{}, err
 	}
 	d, err := l.resolve(name, nil)

@@ -43,7 +43,7 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 		shards: c.Shards,
 	}
 	if !c.Start.IsZero() {
-		d.phase, d.hasStart = bucket.Phase(uint64(c.Start.UnixNano()), int64(c.Period)), true
+		d.phase, d.hasStart = bucket.StartPhase(c.Start.UnixNano(), int64(c.Period)), true
 	}
 	if d.shard.Capacity <= 0 || d.shard.Rate <= 0 || math.IsInf(d.shard.Capacity, 0) {
 		return nil, fmt.Errorf("%w: limit %q: capacity and rate per shard must be > 0", ErrInvalidConfig, name)
@@ -79,6 +79,15 @@ func (d *limitDef) count(n float64, reserve bool) (float64, error) {
 	return n, nil
 }
 
+// checkKey rejects keys the log could not record, before anything is
+// decided.
+func checkKey(key string) error {
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: %d bytes, longer than %d", ErrInvalidKey, len(key), MaxKeyLen)
+	}
+	return nil
+}
+
 // resolve finds the limit a request names: its inline config, else a named
 // limit.
 func (l *Limiter) resolve(name string, inline *Config) (*limitDef, error) {
@@ -94,14 +103,31 @@ func (l *Limiter) resolve(name string, inline *Config) (*limitDef, error) {
 	return nil, fmt.Errorf("%w: %q", ErrUnknownLimit, name)
 }
 
+// inlineKey identifies an inline config by value. Start enters as Unix
+// nanoseconds: a time.Time also carries a monotonic reading and a location,
+// which would make equal instants distinct keys and let the cache grow.
 type inlineKey struct {
-	name string
-	cfg  Config
+	name                        string
+	kind                        Kind
+	rate, capacity, maxReserved float64
+	period                      time.Duration
+	shards                      int
+	start                       int64
+	hasStart                    bool
+}
+
+func keyOf(name string, c Config) inlineKey {
+	k := inlineKey{name: name, kind: c.Kind, rate: c.Rate, capacity: c.Capacity, maxReserved: c.MaxReserved,
+		period: c.Period, shards: c.Shards, hasStart: !c.Start.IsZero()}
+	if k.hasStart && !c.Start.Before(minStart) && !c.Start.After(maxStart) {
+		k.start = c.Start.UnixNano()
+	}
+	return k
 }
 
 // inlineDef validates an inline config once and caches it.
 func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
-	k := inlineKey{name, c}
+	k := keyOf(name, c)
 	if d, ok := l.inline.Load(k); ok {
 		return d.(*limitDef), nil
 	}

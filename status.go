@@ -18,7 +18,7 @@ type Request struct {
 	// Config.MaxReserved); Status.RetryAfter then says when to run the work.
 	Reserve bool
 	// Config, if set, is the limit's config inline; it wins over
-	// Options.Limits.
+	// Options.Limits. It is validated once per distinct config and cached.
 	Config *Config
 }
 
@@ -28,6 +28,8 @@ type Status struct {
 	// RetryAfter: when denied, the earliest wait after which the same
 	// request can succeed (never early); when granted as a reservation, how
 	// long to wait before running the work (without asking again); else 0.
+	// For a sharded limit it holds for the two shards that were examined; a
+	// retry draws two shards afresh, which may be emptier.
 	RetryAfter time.Duration
 	// Limit is the name of the limit that decided. For LimitAll: on a
 	// denial, the denying member with the latest RetryAfter; on a grant,
@@ -45,7 +47,8 @@ type Status struct {
 
 // Err returns nil for a grant and, for a denial, a *RateLimitedError that
 // matches errors.Is(err, ErrRateLimited): the Go form of the reference's
-// "throws".
+// "throws". It describes a decision, so it is meaningful only when the call
+// that returned s returned a nil error.
 func (s Status) Err() error {
 	if s.OK {
 		return nil

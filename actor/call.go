@@ -42,10 +42,9 @@ type Item struct {
 	canon  int32 // index of the first item with the same ID (atomic calls)
 	wrote  bool
 
-	State  bucket.State // loaded or prepared state, updated by grants
-	Exists bool         // State came from the map, not Fresh
-	Write  bool         // State is to be stored
-	Err    error        // why this item could not be decided or stored
+	State bucket.State // loaded or prepared state, updated by grants
+	Write bool         // State is to be stored
+	Err   error        // why this item could not be decided or stored
 }
 
 // Member is one decision of a call.

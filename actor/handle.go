@@ -88,9 +88,9 @@ func (p *Partition) load(m msg, hold bool) {
 func (p *Partition) loadItem(it *Item) {
 	e, ok := p.buckets.get(it.Hash, it.ID)
 	if ok {
-		it.State, it.Exists = e.s, true
+		it.State = e.s
 	} else {
-		it.State, it.Exists = it.Lim.Fresh(p.now, it.Phase), false
+		it.State = it.Lim.Fresh(p.now, it.Phase)
 	}
 }
 

@@ -35,3 +35,7 @@ func HashWith(nameHash uint64, key string) uint64 {
 func Phase(hash uint64, period int64) int64 {
 	return int64(hash % uint64(period))
 }
+
+// StartPhase is the window phase, in [0, period), of windows that begin at
+// the Unix nanosecond start (which may be before 1970).
+func StartPhase(start, period int64) int64 { return floorMod(start, period) }

@@ -45,7 +45,9 @@ func (l *Limit) waitFor(p State, now int64, need float64) int64 {
 		}
 		return max(0, p.TS+k*l.Period-now)
 	}
-	return l.durationFor(short)
+	// A token bucket refills from ts on: when the clock went back, the
+	// time until ts comes first.
+	return max(0, p.TS-now) + l.durationFor(short)
 }
 
 // untilRepaid is how long a granted state with debt needs to get back to

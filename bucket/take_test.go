@@ -200,3 +200,23 @@ func TestHashIsUnambiguous(t *testing.T) {
 		t.Fatalf("Hash changed: %#x (want %#x); this moves every fixed window", got, pinnedHash)
 	}
 }
+
+// Waits computed while the clock is behind ts count the time until ts.
+func TestWaitsAfterClockWentBack(t *testing.T) {
+	l := &Limit{Kind: TokenBucket, Rate: 10, Period: M, Capacity: 10}
+	s := l.Take(l.Fresh(t0, 0), t0, 10, false).Next // empty at t0
+	back := t0 - 30*S
+	if got := l.UntilFull(s, back); got != 90*S {
+		t.Fatalf("UntilFull from 30 s before ts = %v, want 90 s", got)
+	}
+	d := l.Take(s, back, 1, false)
+	if d.OK || d.RetryAfter != 36*S {
+		t.Fatalf("denial from 30 s before ts = %+v, want retry 36 s", d)
+	}
+}
+
+func TestStartPhaseBefore1970(t *testing.T) {
+	if got := StartPhase(-1, 10); got != 9 {
+		t.Fatalf("StartPhase(-1, 10) = %d, want 9", got)
+	}
+}

@@ -20,6 +20,11 @@ type Options struct {
 	// all under the request's key; at least one. Several are taken all or
 	// none (Limiter.LimitAll).
 	Limits []string
+	// GlobalLimits are limits every request also takes from, in the
+	// limit's one shared bucket (key "") rather than under the request's
+	// key: a whole-service budget next to per-client ones. All of Limits
+	// and GlobalLimits are taken all or none.
+	GlobalLimits []string
 	// Key returns a request's key; nil means ClientIP() (RemoteAddr, no
 	// trusted proxies).
 	Key KeyFunc
@@ -68,6 +73,7 @@ type middleware struct {
 	key    KeyFunc
 	logger *slog.Logger
 	policy string // the RateLimit-Policy field value
+	limits []limitRef
 
 	// sleep waits d or until ctx ends (a test hook).
 	sleep func(ctx context.Context, d time.Duration) error
@@ -87,16 +93,38 @@ func Middleware(l *ratelimit.Limiter, opts Options) (func(http.Handler) http.Han
 	}, nil
 }
 
+// limitRef is one limit the middleware takes from.
+type limitRef struct {
+	name   string
+	global bool // the limit's shared bucket, not the request's key
+}
+
+// keyFor is the bucket key of ref for a request whose key is key.
+func (ref limitRef) keyFor(key string) string {
+	if ref.global {
+		return ""
+	}
+	return key
+}
+
 func newMiddleware(l *ratelimit.Limiter, opts Options) (*middleware, error) {
 	if l == nil {
 		return nil, fmt.Errorf("%w: nil limiter", ErrOptions)
 	}
-	if len(opts.Limits) == 0 {
+	if len(opts.Limits)+len(opts.GlobalLimits) == 0 {
 		return nil, fmt.Errorf("%w: no limits", ErrOptions)
 	}
-	items := make([]string, 0, len(opts.Limits))
-	seen := make(map[string]bool, len(opts.Limits))
+	var refs []limitRef
 	for _, name := range opts.Limits {
+		refs = append(refs, limitRef{name: name})
+	}
+	for _, name := range opts.GlobalLimits {
+		refs = append(refs, limitRef{name: name, global: true})
+	}
+	items := make([]string, 0, len(refs))
+	seen := make(map[string]bool, len(refs))
+	for _, ref := range refs {
+		name := ref.name
 		switch {
 		case seen[name]:
 			return nil, fmt.Errorf("%w: limit %q named twice", ErrOptions, name)
@@ -110,7 +138,7 @@ func newMiddleware(l *ratelimit.Limiter, opts Options) (*middleware, error) {
 		}
 		items = append(items, policyItem(name, c))
 	}
-	m := &middleware{l: l, opts: opts, key: opts.Key, logger: opts.Logger, policy: strings.Join(items, ", "), sleep: sleep}
+	m := &middleware{l: l, opts: opts, key: opts.Key, logger: opts.Logger, policy: strings.Join(items, ", "), limits: refs, sleep: sleep}
 	if m.key == nil {
 		m.key = ClientIP()
 	}
@@ -173,12 +201,13 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 
 // decide takes cost tokens from every limit under key.
 func (m *middleware) decide(ctx context.Context, key string, cost float64) (ratelimit.Status, error) {
-	if len(m.opts.Limits) == 1 {
-		return m.l.Limit(ctx, ratelimit.Request{Name: m.opts.Limits[0], Key: key, Count: cost, Reserve: m.opts.Reserve})
+	if len(m.limits) == 1 {
+		ref := m.limits[0]
+		return m.l.Limit(ctx, ratelimit.Request{Name: ref.name, Key: ref.keyFor(key), Count: cost, Reserve: m.opts.Reserve})
 	}
-	rs := make([]ratelimit.Request, len(m.opts.Limits))
-	for i, name := range m.opts.Limits {
-		rs[i] = ratelimit.Request{Name: name, Key: key, Count: cost, Reserve: m.opts.Reserve}
+	rs := make([]ratelimit.Request, len(m.limits))
+	for i, ref := range m.limits {
+		rs[i] = ratelimit.Request{Name: ref.name, Key: ref.keyFor(key), Count: cost, Reserve: m.opts.Reserve}
 	}
 	return m.l.LimitAll(ctx, rs...)
 }
@@ -187,9 +216,9 @@ func (m *middleware) decide(ctx context.Context, key string, cost float64) (rate
 func (m *middleware) credit(key string, cost float64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, name := range m.opts.Limits {
-		if err := m.l.Credit(ctx, name, key, cost); err != nil {
-			m.logger.Error("httplimit: crediting an abandoned reservation", "err", err, "limit", name, "key", key)
+	for _, ref := range m.limits {
+		if err := m.l.Credit(ctx, ref.name, ref.keyFor(key), cost); err != nil {
+			m.logger.Error("httplimit: crediting an abandoned reservation", "err", err, "limit", ref.name, "key", ref.keyFor(key))
 		}
 	}
 }

@@ -413,3 +413,31 @@ func TestDenialBodyIsJSON(t *testing.T) {
 		t.Fatalf("RateLimit %s", got)
 	}
 }
+
+// GlobalLimits take from the limit's one shared bucket: clients with
+// different keys share it, while Limits stay per client.
+func TestGlobalLimits(t *testing.T) {
+	e := newEnv(t, map[string]ratelimit.Config{"user": tb(100, time.Minute, 0), "global": tb(3, time.Hour, 0)},
+		Options{Limits: []string{"user"}, GlobalLimits: []string{"global"}, Key: Header("X-Key")})
+	for i, key := range []string{"a", "b", "c", "d"} {
+		r := e.get(t, "X-Key", key)
+		if want := 200; i == 3 {
+			want = 429
+			if r.code != want || !strings.Contains(r.body, `"limit":"global"`) {
+				t.Fatalf("request %d (key %s): %+v, want 429 from global", i, key, r)
+			}
+		} else if r.code != want {
+			t.Fatalf("request %d (key %s): %+v", i, key, r)
+		}
+	}
+	ctx := context.Background()
+	if v, err := e.l.Value(ctx, "global", ""); err != nil || v.Value != 0 {
+		t.Fatalf("global bucket %v, %v; want 0", v.Value, err)
+	}
+	if v, err := e.l.Value(ctx, "user", "d"); err != nil || v.Value != 100 {
+		t.Fatalf("user d %v, %v; want 100 (the denial took nothing)", v.Value, err)
+	}
+	if _, err := Middleware(e.l, Options{Limits: []string{"user"}, GlobalLimits: []string{"user"}}); !errors.Is(err, ErrOptions) {
+		t.Fatalf("a limit both per client and global: %v", err)
+	}
+}

@@ -32,7 +32,7 @@ func main() {
 	defer l.Close()
 
 	limit, err := httplimit.Middleware(l, httplimit.Options{
-		Limits: []string{"perIP"}, // add "global" to take both, all or none
+		Limits: []string{"perIP"}, // GlobalLimits: []string{"global"} would add a budget shared by all clients
 		// Key defaults to httplimit.ClientIP(): RemoteAddr. Behind a proxy:
 		// httplimit.ClientIP(netip.MustParsePrefix("10.0.0.0/8")).
 	})

@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -44,7 +43,10 @@ func main() {
 	}
 	for _, j := range jobs {
 		st, err := l.Limit(ctx, ratelimit.Request{Name: "llmTokens", Count: j.estimate, Reserve: true})
-		if err := errors.Join(err, st.Err()); err != nil {
+		if err != nil { // could not decide: fail closed
+			log.Fatal(err)
+		}
+		if err := st.Err(); err != nil {
 			fmt.Printf("%-20s %6.0f tokens: refused, the queue is full: %v\n", j.name, j.estimate, err)
 			continue
 		}
