@@ -74,21 +74,25 @@ func (l *Limiter) Snapshot() error {
 	// partitions one by one. Records after pos are replayed over the copy;
 	// records not yet committed at all can only make the copy conservative.
 	pos, written := l.log.Position(), l.log.Written()
-	var recs []wal.Record
+	parts := make([][]wal.Record, l.group.N())
 	now := l.now()
-	for i := 0; i < l.group.N(); i++ {
+	for i := range parts {
 		if !l.group.Run(i, func(p *actor.Partition) {
+			recs := make([]wal.Record, 0, p.Len())
 			p.Sweep(now, func(id actor.BucketID, s bucket.State) {
 				recs = append(recs, wal.Record{Name: id.Name, Key: id.Key, Shard: id.Shard, Value: s.Value, TS: s.TS})
 			})
+			parts[i] = recs
 		}) {
 			return ErrClosed
 		}
 	}
 	err := snapshot.Write(l.log.DB(), pos, func(emit func(wal.Record) error) error {
-		for _, r := range recs {
-			if err := emit(r); err != nil {
-				return err
+		for _, recs := range parts {
+			for _, r := range recs {
+				if err := emit(r); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -100,6 +104,6 @@ func (l *Limiter) Snapshot() error {
 	l.lastSnap.Store(time.Now().UnixNano())
 	l.snapBytes.Store(written)
 	l.snapshots.Add(1)
-	l.logger.Debug("ratelimit: snapshot written", "pos", pos, "buckets", len(recs))
+	l.logger.Debug("ratelimit: snapshot written", "pos", pos, "partitions", len(parts))
 	return nil
 }

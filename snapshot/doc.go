@@ -6,8 +6,10 @@
 // The caller notes the log position P (wal.Log.Position), copies each
 // partition's buckets (no global stop), and calls Write with P, an each
 // function that emits every bucket as a wal.Record, and alsoInTx set to
-// log.TruncateTx(tx, P). Write stores the new snapshot, drops the old one
-// and truncates the log in one transaction. Recovery calls Load, applies
+// log.TruncateTx(tx, P). Write stores the new snapshot in a staging
+// bucket over several small transactions, then drops the old one, moves the
+// new one in and truncates the log in one final transaction. Recovery calls
+// Load, applies
 // its records, then replays the log after the returned position. Records
 // are absolute states, so a bucket copied after a newer log record was
 // applied is simply rewritten by replay.
@@ -15,8 +17,10 @@
 // # Guarantees
 //
 //   - Write is atomic: after it returns nil the new snapshot and whatever
-//     alsoInTx did are durable together; after an error (from each, emit,
-//     alsoInTx or the commit) the file is unchanged, old snapshot included.
+//     alsoInTx did are durable together (the final transaction); after an
+//     error (from each, emit, alsoInTx or a commit), or a crash, the stored
+//     snapshot is the old one. A staging bucket a crash leaves behind is
+//     ignored by Load and replaced by the next Write.
 //   - Load delivers the records in emit order, each once, or fails with an
 //     error wrapping ErrCorrupt (and wal.ErrCorrupt); it never panics on a
 //     bad file (bbolt panics are recovered).
@@ -24,13 +28,17 @@
 // # Concurrency
 //
 // Write and Load may run concurrently with a wal.Log on the same *bolt.DB.
-// bbolt allows one write transaction at a time, so log commits wait while
-// Write runs: each should emit from copies, quickly. Load uses a read
+// bbolt allows one write transaction at a time; Write's transactions each
+// hold about StagingTxBytes (plus the final swap, which frees the old
+// snapshot's pages), so log commits wait for one of them at a time, not for
+// the whole snapshot. each should emit from copies. Load uses a read
 // transaction and does not block the log.
 //
 // # On-disk format (Version 1)
 //
-// A top-level bbolt bucket "snapshot" (absent when there is no snapshot):
+// A top-level bbolt bucket "snapshot" (absent when there is no snapshot;
+// while a Write runs, the new one is built as "snapshot.staging" ->
+// "snapshot", with the same layout):
 //
 //	"snapshot" "head"   -> 32 bytes, big-endian:
 //	                       version uint32 (1), pos uint64, chunks uint64,

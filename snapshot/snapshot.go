@@ -18,10 +18,15 @@ const Version = 1
 // whole records, so one holding a record larger than this is larger.
 const ChunkSize = 64 << 10
 
+// StagingTxBytes is about how much of a snapshot one staging transaction
+// writes.
+const StagingTxBytes = 1 << 20
+
 var (
-	rootBucket   = []byte("snapshot")
-	chunksBucket = []byte("chunks")
-	headKey      = []byte("head")
+	stagingBucket = []byte("snapshot.staging")
+	rootBucket    = []byte("snapshot")
+	chunksBucket  = []byte("chunks")
+	headKey       = []byte("head")
 )
 
 const headSize = 4 + 8 + 8 + 8 + 4
@@ -62,53 +67,82 @@ func decodeHead(b []byte) (head, error) {
 	}, nil
 }
 
-// Write replaces the stored snapshot in one bbolt transaction: it stores
-// every record each emits, tagged with log position pos, drops the previous
-// snapshot, runs alsoInTx (if not nil) in the same transaction, and
-// commits. If each, emit, alsoInTx or the commit fails, nothing changes and
-// the error is returned. emit must not be called after each returns.
+// Write replaces the stored snapshot: it stores every record each emits,
+// tagged with log position pos, then, in one final transaction, drops the
+// previous snapshot, puts the new one in its place and runs alsoInTx (if
+// not nil; the caller truncates the log there). If each, emit, alsoInTx or
+// a commit fails, the stored snapshot is unchanged and the error is
+// returned. emit must not be called after each returns.
 //
-// The transaction holds bbolt's writer lock while each runs: log commits
-// on the same file wait for it.
+// The records are written into a staging bucket over several small
+// transactions (about StagingTxBytes each), so log commits on the same file
+// wait for one of them at a time, never for the whole snapshot. A staging
+// bucket left by a crash is ignored by Load and replaced by the next Write.
 func Write(db *bolt.DB, pos uint64, each func(emit func(wal.Record) error) error, alsoInTx func(*bolt.Tx) error) error {
-	return db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(rootBucket) != nil {
-			if err := tx.DeleteBucket(rootBucket); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(stagingBucket) != nil {
+			if err := tx.DeleteBucket(stagingBucket); err != nil {
 				return err
 			}
 		}
-		root, err := tx.CreateBucket(rootBucket)
+		staging, err := tx.CreateBucket(stagingBucket)
 		if err != nil {
 			return err
 		}
-		chunks, err := root.CreateBucket(chunksBucket)
+		root, err := staging.CreateBucket(rootBucket)
 		if err != nil {
 			return err
 		}
-		chunks.FillPercent = 1.0
-		w := chunkWriter{bucket: chunks}
-		if err := each(w.emit); err != nil {
-			return err
-		}
-		if err := w.flush(); err != nil {
-			return err
-		}
-		if err := root.Put(headKey, head{pos: pos, chunks: w.chunks, records: w.records}.encode()); err != nil {
-			return err
-		}
-		if alsoInTx != nil {
-			return alsoInTx(tx)
-		}
-		return nil
-	})
+		_, err = root.CreateBucket(chunksBucket)
+		return err
+	}); err != nil {
+		return err
+	}
+	w := chunkWriter{db: db}
+	err := each(w.emit)
+	if err == nil {
+		err = w.flush()
+	}
+	if err == nil {
+		err = db.Update(func(tx *bolt.Tx) error {
+			if tx.Bucket(rootBucket) != nil {
+				if err := tx.DeleteBucket(rootBucket); err != nil {
+					return err
+				}
+			}
+			if err := tx.MoveBucket(rootBucket, tx.Bucket(stagingBucket), nil); err != nil {
+				return err
+			}
+			if err := tx.DeleteBucket(stagingBucket); err != nil {
+				return err
+			}
+			// The head goes in after the move: a value put into a bucket
+			// in the transaction that moves it does not survive the move
+			// (bbolt v1.5).
+			if err := tx.Bucket(rootBucket).Put(headKey, head{pos: pos, chunks: w.chunks, records: w.records}.encode()); err != nil {
+				return err
+			}
+			if alsoInTx != nil {
+				return alsoInTx(tx)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(stagingBucket) }) // best effort
+	}
+	return err
 }
 
 // chunkWriter packs records into chunks (wal batches) under sequential
-// 8-byte big-endian keys 0, 1, 2, ...
+// 8-byte big-endian keys 0, 1, 2, ... of the staging snapshot, committing
+// about every StagingTxBytes.
 type chunkWriter struct {
-	bucket  *bolt.Bucket
+	db      *bolt.DB
 	batch   wal.BatchBuilder
-	chunks  uint64
+	pending [][]byte // closed chunks not yet committed
+	size    int      // their bytes
+	chunks  uint64   // chunks committed
 	records uint64
 }
 
@@ -119,23 +153,55 @@ func (w *chunkWriter) emit(r wal.Record) error {
 	w.batch.Add(r)
 	w.records++
 	if w.batch.Size() >= ChunkSize {
-		return w.flush()
+		w.close()
+		if w.size >= StagingTxBytes {
+			return w.commit()
+		}
 	}
 	return nil
 }
 
-func (w *chunkWriter) flush() error {
+// close ends the current chunk. bbolt keeps a reference to a Put value
+// until the commit, so each chunk gets its own buffer.
+func (w *chunkWriter) close() {
 	if w.batch.Len() == 0 {
+		return
+	}
+	b := w.batch.Bytes()
+	w.pending = append(w.pending, b)
+	w.size += len(b)
+	w.batch = wal.BatchBuilder{}
+}
+
+// commit stores the pending chunks in one transaction.
+func (w *chunkWriter) commit() error {
+	if len(w.pending) == 0 {
 		return nil
 	}
-	// bbolt keeps a reference to a Put value until the commit, so each
-	// chunk gets its own buffer.
-	if err := w.bucket.Put(binary.BigEndian.AppendUint64(nil, w.chunks), w.batch.Bytes()); err != nil {
+	first := w.chunks
+	err := w.db.Update(func(tx *bolt.Tx) error {
+		chunks := tx.Bucket(stagingBucket).Bucket(rootBucket).Bucket(chunksBucket)
+		chunks.FillPercent = 1.0
+		for i, b := range w.pending {
+			if err := chunks.Put(binary.BigEndian.AppendUint64(nil, first+uint64(i)), b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	w.chunks++
-	w.batch = wal.BatchBuilder{}
+	w.chunks += uint64(len(w.pending))
+	clear(w.pending)
+	w.pending, w.size = w.pending[:0], 0
 	return nil
+}
+
+// flush closes and commits what is left.
+func (w *chunkWriter) flush() error {
+	w.close()
+	return w.commit()
 }
 
 // Load streams the stored snapshot's records to fn in the order they were

@@ -281,3 +281,42 @@ func lastChunk(root *bolt.Bucket) uint64 {
 	k, _ := root.Bucket(chunksBucket).Cursor().Last()
 	return binary.BigEndian.Uint64(k)
 }
+
+// A snapshot larger than one staging transaction, written over a staging
+// bucket a crash left behind, loads whole, leaves no staging behind, and
+// replaces the previous snapshot.
+func TestStagedWriteOverCrashLeftovers(t *testing.T) {
+	db := openDB(t)
+	if err := Write(db, 1, emitAll(records(10, "old")), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { // a crashed Write's staging
+		b, err := tx.CreateBucket(stagingBucket)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("junk"), []byte("x"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	recs := records(120_000, "n") // ~3.5 MiB: several staging transactions
+	if err := Write(db, 7, emitAll(recs), nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []wal.Record
+	pos, err := Load(db, func(r wal.Record) error { got = append(got, r); return nil })
+	if err != nil || pos != 7 || len(got) != len(recs) {
+		t.Fatalf("Load: pos %d, %d records, %v; want 7, %d", pos, len(got), err, len(recs))
+	}
+	for i := range recs {
+		if got[i] != recs[i] {
+			t.Fatalf("record %d = %+v, want %+v", i, got[i], recs[i])
+		}
+	}
+	db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(stagingBucket) != nil {
+			t.Fatal("staging bucket left behind")
+		}
+		return nil
+	})
+}

@@ -97,8 +97,8 @@
 // # Caveats
 //
 //   - Snapshot writes and TruncateTx run in their own bbolt write
-//     transactions; bbolt serialises writers, so log commits wait while a
-//     snapshot transaction is open.
+//     transactions; bbolt serialises writers, so a log commit waits while
+//     one of them is open (package snapshot keeps each about 1 MiB).
 //   - A panic during Open on a corrupt file may leave that file's memory
 //     mapping behind (the descriptor and lock are released).
 package wal
