@@ -15,6 +15,8 @@ import (
 // once (a game tick, a queue consumer) it costs far less per request. It
 // appends one Decision per request to out[:0] and returns it; reuse out to
 // avoid allocating.
+// Requests on sharded limits (two partitions each) are decided one by one
+// after the batch, as Limit would, so they do not share its savings.
 func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) []Decision {
 	out = out[:0]
 	if err := l.usable(ctx); err != nil {

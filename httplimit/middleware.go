@@ -36,7 +36,8 @@ type Options struct {
 	// Reserve takes the tokens as a reservation (ratelimit.Request.Reserve):
 	// instead of a 429, a request over the limit waits its turn, holding the
 	// connection for Status.RetryAfter before reaching the handler, and gets
-	// a 429 only beyond the limits' MaxReserved (set one: 0 is unlimited).
+	// a 429 only beyond the limits' MaxReserved, which must be set on every
+	// limit (0, unlimited, is refused by Middleware).
 	// If the client goes away while waiting, its tokens are credited back.
 	Reserve bool
 	// FailOpen lets a request through to the handler when the limiter
@@ -135,6 +136,9 @@ func newMiddleware(l *ratelimit.Limiter, opts Options) (*middleware, error) {
 		c, ok := l.Config(name)
 		if !ok {
 			return nil, fmt.Errorf("%w: %q", ratelimit.ErrUnknownLimit, name)
+		}
+		if opts.Reserve && c.MaxReserved == 0 {
+			return nil, fmt.Errorf("%w: Reserve with limit %q, whose MaxReserved is 0 (unlimited): a request could hold its connection for as long as any debt takes to repay", ErrOptions, name)
 		}
 		items = append(items, policyItem(name, c))
 	}

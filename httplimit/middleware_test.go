@@ -441,3 +441,14 @@ func TestGlobalLimits(t *testing.T) {
 		t.Fatalf("a limit both per client and global: %v", err)
 	}
 }
+
+func TestReserveNeedsMaxReserved(t *testing.T) {
+	l, err := ratelimit.Open(ratelimit.Options{Limits: map[string]ratelimit.Config{"u": tb(10, time.Minute, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := Middleware(l, Options{Limits: []string{"u"}, Reserve: true}); !errors.Is(err, ErrOptions) {
+		t.Fatalf("Reserve with unlimited MaxReserved: %v, want ErrOptions", err)
+	}
+}
