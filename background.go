@@ -14,11 +14,39 @@ const (
 	DefaultSweepInterval    = time.Minute
 )
 
-// sweep drops full buckets from every partition.
+// sweep drops full buckets from every partition, all of them.
 func (l *Limiter) sweep() int {
 	now, dropped := l.now(), 0
 	for i := 0; i < l.group.N(); i++ {
 		l.group.Run(i, func(p *actor.Partition) { dropped += p.Sweep(now, nil) })
+	}
+	return dropped
+}
+
+// sweepSlice is how many buckets one step of the periodic sweep examines:
+// a few milliseconds of a partition's time at most, so requests queued
+// behind it wait little.
+const sweepSlice = 16 << 10
+
+// sweepGently is the periodic sweep: as many bounded steps per partition
+// as it holds buckets in slices, each a separate message, so requests
+// interleave with it.
+func (l *Limiter) sweepGently() (dropped int) {
+	now := l.now()
+	for i := 0; i < l.group.N(); i++ {
+		steps := -1 // planned by the first step
+		for step := 0; steps < 0 || step < steps; step++ {
+			ok := l.group.Run(i, func(p *actor.Partition) {
+				if steps < 0 {
+					steps = p.Len()/sweepSlice + 1
+				}
+				d, _ := p.SweepSome(now, sweepSlice)
+				dropped += d
+			})
+			if !ok {
+				return dropped
+			}
+		}
 	}
 	return dropped
 }
@@ -43,7 +71,7 @@ func (l *Limiter) startBackground() {
 				return
 			case now := <-tick.C:
 				if sweepEvery > 0 && now.Sub(lastSweep) >= sweepEvery {
-					l.sweep()
+					l.sweepGently()
 					lastSweep = now
 				}
 				if l.log == nil || l.log.Err() != nil {

@@ -95,9 +95,8 @@ type Options struct {
 	// to full (a full bucket equals an absent one); 0 means 1 min, < 0
 	// disables sweeping (snapshots still skip and drop full buckets). The
 	// background triggers (sweeps, snapshots) are checked once a second, so
-	// shorter intervals act as 1 s. A sweep visits a partition's whole map
-	// in one step: with millions of live keys it delays that partition's
-	// requests for a few milliseconds.
+	// shorter intervals act as 1 s. A sweep examines a partition's buckets
+	// in slices of 16Ki, one message each, so requests interleave with it.
 	SweepInterval time.Duration
 	// Logger receives errors and recovery events; nil discards them.
 	Logger *slog.Logger

@@ -258,3 +258,32 @@ func TestOneOffKeysDoNotAccumulate(t *testing.T) {
 		t.Fatalf("%d buckets restored, want 0", got)
 	}
 }
+
+// The periodic sweep works in bounded steps; repeated, it reclaims every
+// full bucket (each step starts at a random place in the map).
+func TestGentleSweepReclaims(t *testing.T) {
+	clk := newFakeClock()
+	l, err := Open(Options{Now: clk.Now, Partitions: 2, Limits: durableLimits, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	const n = 3 * sweepSlice
+	rs := make([]Request, n)
+	for i := range rs {
+		rs[i] = Request{Name: "tb", Key: "k" + strconv.Itoa(i)}
+	}
+	l.LimitMany(ctx, rs, nil)
+	mustLimit(t, l, Request{Name: "tb", Key: "busy", Count: 10})
+	clk.Advance(59 * time.Second) // "busy" still short by one token; the rest full
+	for round := 0; l.Stats().LiveBuckets > 1; round++ {
+		if round == 20 {
+			t.Fatalf("%d live buckets after 20 gentle sweeps", l.Stats().LiveBuckets)
+		}
+		l.sweepGently()
+	}
+	if v := mustValue(t, l, "tb", "busy"); v >= 10 {
+		t.Fatalf("a bucket that is not full was dropped (value %v)", v)
+	}
+}

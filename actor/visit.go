@@ -45,3 +45,26 @@ func (p *Partition) Sweep(now int64, visit func(BucketID, bucket.State)) (droppe
 	}
 	return dropped
 }
+
+// SweepSome is Sweep without visiting, bounded: it examines at most budget
+// buckets, starting where Go's map iteration happens to start (a random
+// place), and reports how many it dropped and examined. Repeated calls
+// reclaim full buckets without holding the partition for long; they need not
+// cover every bucket every time (a full bucket that stays costs only memory
+// until a later pass or the next snapshot drops it).
+func (p *Partition) SweepSome(now int64, budget int) (dropped, examined int) {
+	if len(p.buckets.overflow) > 0 {
+		return p.Sweep(now, nil), p.buckets.len() // rare: keep promotion exact
+	}
+	for h, e := range p.buckets.main {
+		if examined == budget {
+			break
+		}
+		examined++
+		if e.lim != nil && e.lim.Full(e.s, now) {
+			delete(p.buckets.main, h)
+			dropped++
+		}
+	}
+	return dropped, examined
+}
