@@ -67,10 +67,9 @@ type Call struct {
 	Items   []Item
 	Members []Member
 	// Atomic: grant every member or none. Otherwise members are decided
-	// independently, in order.
+	// independently, in order, each where its bucket lives, so each must
+	// have exactly one item.
 	Atomic bool
-	// Now is the time a coordinator-decided call was decided at.
-	Now int64
 	// DecideFn, if set, replaces the member-by-member decision of an atomic
 	// call: it reads the items' States, sets State and Write on the ones to
 	// store, and reports whether to commit.
@@ -106,7 +105,7 @@ func (c *Call) Release() {
 	clear(c.Items) // drop string and limit references
 	clear(c.Members)
 	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
-	c.Atomic, c.Now, c.fn, c.cancel, c.DecideFn, c.uncounted = false, 0, nil, false, nil, false
+	c.Atomic, c.fn, c.cancel, c.DecideFn, c.uncounted = false, nil, false, nil, false
 	callPool.Put(c)
 }
 

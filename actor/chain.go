@@ -21,7 +21,6 @@ func (p *Partition) chain(m msg) {
 		p.abortChain(m, p.failed, true)
 		return
 	}
-	c.Now = p.now
 	granted := decideAll(c, p.now)
 	p.counts.count(c, granted)
 	k := kindAbort

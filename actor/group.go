@@ -121,8 +121,7 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 	case !writes(c):
 		g.phase(c, kindPeek, c.ranges)
 		if c.FirstErr() == nil {
-			c.Now = g.clock()
-			decideAll(c, c.Now)
+			decideAll(c, g.clock())
 		}
 	case len(c.Members) == 1 && c.Members[0].Op == OpTake && c.Members[0].B >= 0:
 		g.twoChoices(c)

@@ -111,23 +111,15 @@ func (p *Partition) decide(m msg) {
 			}
 		}
 	} else {
-		for i := m.lo; i < m.hi; i++ {
+		for i := m.lo; i < m.hi; i++ { // one item per member (see Call.Atomic)
 			it := &c.Items[i]
-			if it.second {
-				continue // decided with its member's first item
-			}
 			mem := &c.Members[it.member]
 			p.loadItem(it)
-			if mem.B >= 0 {
-				p.loadItem(&c.Items[mem.B])
-			}
 			decideMember(c, mem, p.now)
 			p.counts.countMember(mem)
-			for _, j := range [2]int32{mem.A, mem.B} {
-				if j >= 0 && c.Items[j].Write {
-					p.store(&c.Items[j])
-					wrote = true
-				}
+			if it.Write {
+				p.store(it)
+				wrote = true
 			}
 		}
 	}

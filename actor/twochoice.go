@@ -20,8 +20,8 @@ func (g *Group) twoChoices(c *Call) {
 		return
 	}
 	m := &c.Members[0]
-	c.Now = g.clock()
-	decideMember(c, m, c.Now)
+	now := g.clock()
+	decideMember(c, m, now)
 	a, b := &c.Items[m.A], &c.Items[m.B]
 	switch {
 	case !m.OK:
@@ -54,7 +54,7 @@ func (g *Group) twoChoices(c *Call) {
 		}
 		if one.Members[0].OK {
 			r := &one.Members[0]
-			otherLeft := other.Lim.Project(other.State, c.Now).Value
+			otherLeft := other.Lim.Project(other.State, now).Value
 			m.OK, m.RetryAfter, m.Left = true, r.RetryAfter, r.Left+otherLeft
 			m.UntilFull = r.UntilFull
 			g.mu.Lock()
