@@ -51,6 +51,7 @@ type Partition struct {
 	recs    []wal.Record       // this batch's records
 	pending []msg              // this batch's messages that wrote records
 	counts  Counts             // decisions made here
+	touched uint64             // prefetch's sum, so its loads are kept
 }
 
 func newPartition(log Log, clock func() int64) *Partition {
@@ -131,6 +132,7 @@ func (p *Partition) run() {
 		}
 		p.now = p.clock()
 		p.failed = p.log.Err()
+		p.prefetch(batch)
 		for _, m := range batch {
 			p.handle(m)
 		}
@@ -213,3 +215,23 @@ func (p *Partition) fail(m msg, err error) {
 // lets the released callers queue their next requests first (measured:
 // ~55 requests per batch instead of ~1.3 at 256 callers).
 const yieldSpins = 1
+
+// prefetch touches the map lines of the batch's items before any is
+// decided, so that their cache misses overlap instead of queueing one by
+// one (with a million buckets each lookup misses the cache).
+func (p *Partition) prefetch(batch []msg) {
+	if len(batch) == 1 && batch[0].hi-batch[0].lo < 2 {
+		return
+	}
+	var x uint64
+	for _, m := range batch {
+		if m.kind == kindRun {
+			continue
+		}
+		items := m.call.Items[m.lo:m.hi]
+		for i := range items {
+			x += p.buckets.touch(items[i].Hash)
+		}
+	}
+	p.touched += x
+}

@@ -2,6 +2,8 @@ package actor
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/seed7fbd42b6/ratelimit/bucket"
@@ -97,7 +99,7 @@ func TestTableDeleteMainPromotesOverflow(t *testing.T) {
 	mustGet(t, &tb, h, ids[2], 2)
 	tb.del(h, ids[2])
 	if tb.len() != 0 {
-		t.Fatalf("len = %d after deleting everything, want 0 (main %v overflow %v)", tb.len(), tb.main, tb.overflow)
+		t.Fatalf("len = %d after deleting everything, want 0 (overflow %v)", tb.len(), tb.overflow)
 	}
 }
 
@@ -209,4 +211,131 @@ func TestRestoreThenDecide(t *testing.T) {
 		t.Fatalf("after restore: %+v, want x 3 left, y 9 left", c.Members)
 	}
 	c.Release()
+}
+
+// The table against a Go map, through enough keys to split subtables and
+// double the directory several times, with deletions (backward shifts),
+// updates, sweeps (shrinks) and re-insertions.
+func TestTableMatchesMap(t *testing.T) {
+	lim := tokenLim(10)
+	rng := rand.New(rand.NewPCG(1, 2))
+	tb := newTable()
+	model := map[BucketID]float64{}
+	const keys = 40_000 // ~13 full subtables
+	id := func(k int) (uint64, BucketID) {
+		b := BucketID{Name: "n", Key: "k" + strconv.Itoa(k)}
+		return BucketHash(bucket.Hash(b.Name, b.Key), 0), b
+	}
+	check := func(when string) {
+		t.Helper()
+		if tb.len() != len(model) {
+			t.Fatalf("%s: len %d, model %d", when, tb.len(), len(model))
+		}
+		for k := 0; k < keys; k += 7 {
+			h, b := id(k)
+			e, ok := tb.get(h, b)
+			v, want := model[b]
+			if ok != want || ok && (e.s.Value != v || e.id != b) {
+				t.Fatalf("%s: get(%v) = %+v %v, model %v %v", when, b, e, ok, v, want)
+			}
+		}
+	}
+	for round := 0; round < 4; round++ {
+		for i := 0; i < 3*keys; i++ {
+			k := rng.IntN(keys)
+			h, b := id(k)
+			switch rng.IntN(3) {
+			case 0, 1:
+				v := float64(rng.IntN(10)) // 0..9: never full
+				tb.put(h, entry{id: b, s: st(v), lim: lim})
+				model[b] = v
+			case 2:
+				tb.del(h, b)
+				delete(model, b)
+			}
+		}
+		check("after churn")
+		if round%2 == 1 {
+			// Make every other bucket full, sweep, and expect exactly those gone.
+			p := &Partition{buckets: tb}
+			for b := range model {
+				if len(b.Key)%2 == 0 {
+					h := BucketHash(bucket.Hash(b.Name, b.Key), 0)
+					p.buckets.put(h, entry{id: b, s: st(10), lim: lim})
+					delete(model, b)
+				}
+			}
+			seen := map[BucketID]int{}
+			p.Sweep(t0, func(b BucketID, s bucket.State) { seen[b]++ })
+			tb = p.buckets
+			for b := range model {
+				if seen[b] != 1 {
+					t.Fatalf("%v visited %d times, want once", b, seen[b])
+				}
+			}
+			if len(seen) != len(model) {
+				t.Fatalf("visited %d buckets, want %d", len(seen), len(model))
+			}
+			check("after sweep")
+		}
+	}
+	if len(tb.dir) < 4 {
+		t.Fatalf("directory of %d: the test did not split subtables", len(tb.dir))
+	}
+	// Deleting everything shrinks every subtable back to its minimum.
+	for b := range model {
+		tb.del(BucketHash(bucket.Hash(b.Name, b.Key), 0), b)
+		delete(model, b)
+	}
+	p := &Partition{buckets: tb}
+	p.Sweep(t0, nil)
+	tb.each(0, func(s *subtable, _ int) {
+		if s.n != 0 || len(s.tags) != minSlots {
+			t.Fatalf("after deleting all: subtable of %d entries, %d slots", s.n, len(s.tags))
+		}
+	})
+	check("empty")
+}
+
+// Repeated SweepSome calls with a small budget drop every full bucket and
+// keep the others, in about len/budget calls.
+func TestSweepSomeCoversEverything(t *testing.T) {
+	lim := tokenLim(10)
+	p := newPartition(NopLog{}, frozen)
+	const n = 30_000
+	for k := 0; k < n; k++ {
+		b := BucketID{Name: "n", Key: "k" + strconv.Itoa(k)}
+		v := 3.0
+		if k%3 == 0 {
+			v = 10 // full
+		}
+		p.buckets.put(BucketHash(bucket.Hash(b.Name, b.Key), 0), entry{id: b, s: st(v), lim: lim})
+	}
+	dropped, calls := 0, 0
+	for examined := 0; examined < n; calls++ {
+		d, e := p.SweepSome(t0, 4096)
+		if e == 0 {
+			t.Fatal("SweepSome examined nothing")
+		}
+		dropped += d
+		examined += e
+	}
+	if dropped != n/3 {
+		t.Fatalf("dropped %d over %d calls, want %d", dropped, calls, n/3)
+	}
+	if p.Len() != n-n/3 {
+		t.Fatalf("Len = %d, want %d", p.Len(), n-n/3)
+	}
+	if calls > n/4096+2 {
+		t.Fatalf("%d calls to cover %d buckets with budget 4096", calls, n)
+	}
+}
+
+// Two tables place the same keys differently (a random seed each), so
+// keys cannot be chosen offline to pile into one probe run.
+func TestTableSeedDiffers(t *testing.T) {
+	a, b := newTable(), newTable()
+	if a.seed == b.seed || a.tag(42) == b.tag(42) {
+		t.Fatalf("tables share seed %x", a.seed)
+	}
 }

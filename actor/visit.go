@@ -13,58 +13,82 @@ func (p *Partition) Len() int { return p.buckets.len() }
 // others, if visit is not nil. It returns how many it dropped. Buckets of an
 // unknown limit (recovered, never touched since) are kept.
 func (p *Partition) Sweep(now int64, visit func(BucketID, bucket.State)) (dropped int) {
-	// Deleting a main entry may promote an overflow entry into main while
-	// main is iterated (which may or may not visit it): with overflow
-	// entries around, delete afterwards. Without (the normal case), delete
-	// at once rather than collect what may be millions of buckets.
-	promote := len(p.buckets.overflow) > 0
-	var full []ovEntry
-	for h, e := range p.buckets.main {
-		if e.lim != nil && e.lim.Full(e.s, now) {
-			if promote {
-				full = append(full, ovEntry{h, e})
-			} else {
-				delete(p.buckets.main, h)
-				dropped++
-			}
-		} else if visit != nil {
-			visit(e.id, e.s)
-		}
+	t := &p.buckets
+	// Deleting an entry whose hash has overflow entries promotes one of
+	// them, which the scan may or may not visit: with overflow entries
+	// around, delete afterwards. Without (the normal case), delete at once
+	// rather than collect what may be millions of buckets.
+	type doomed struct {
+		tag uint64
+		id  BucketID
 	}
-	for id, o := range p.buckets.overflow {
-		if o.e.lim != nil && o.e.lim.Full(o.e.s, now) {
-			delete(p.buckets.overflow, id)
+	var later []doomed
+	promote := len(t.overflow) > 0
+	t.each(0, func(s *subtable, j int) {
+		s.scan(func(tag uint64, e *entry) bool {
+			switch {
+			case !full(e, now):
+				if visit != nil {
+					visit(e.id, e.s)
+				}
+				return false
+			case promote:
+				later = append(later, doomed{tag, e.id})
+				return false
+			}
+			dropped++
+			t.n--
+			return true
+		})
+		if !promote {
+			t.shrink(s, j)
+		}
+	})
+	for id, o := range t.overflow {
+		if full(&o.e, now) {
+			delete(t.overflow, id)
 			dropped++
 		} else if visit != nil {
 			visit(id, o.e.s)
 		}
 	}
-	for _, o := range full {
-		p.buckets.del(o.h, o.e.id)
+	for _, d := range later {
+		t.delTag(d.tag, d.id)
 		dropped++
 	}
 	return dropped
 }
 
-// SweepSome is Sweep without visiting, bounded: it examines at most budget
-// buckets, starting where Go's map iteration happens to start (a random
-// place), and reports how many it dropped and examined. Repeated calls
-// reclaim full buckets without holding the partition for long; they need not
-// cover every bucket every time (a full bucket that stays costs only memory
-// until a later pass or the next snapshot drops it).
+// SweepSome is Sweep without visiting, bounded: it examines whole
+// subtables (at most ~3k buckets each), starting where the previous call
+// stopped, until it has examined at least budget buckets or every
+// subtable once, and reports how many it dropped and examined. Repeated
+// calls reclaim full buckets, and shrink what they empty, without holding
+// the partition for long.
 func (p *Partition) SweepSome(now int64, budget int) (dropped, examined int) {
-	if len(p.buckets.overflow) > 0 {
-		return p.Sweep(now, nil), p.buckets.len() // rare: keep promotion exact
+	t := &p.buckets
+	if len(t.overflow) > 0 {
+		return p.Sweep(now, nil), t.len() // rare: keep promotion exact
 	}
-	for h, e := range p.buckets.main {
-		if examined == budget {
-			break
+	for covered := 0; covered < len(t.dir) && examined < budget; {
+		if t.cursor >= len(t.dir) {
+			t.cursor = 0
 		}
-		examined++
-		if e.lim != nil && e.lim.Full(e.s, now) {
-			delete(p.buckets.main, h)
-			dropped++
-		}
+		s := t.dir[t.cursor]
+		start, width := t.span(t.cursor, s.depth)
+		examined += s.scan(func(_ uint64, e *entry) bool {
+			if full(e, now) {
+				dropped++
+				t.n--
+				return true
+			}
+			return false
+		})
+		t.shrink(s, start)
+		t.cursor, covered = start+width, covered+width
 	}
 	return dropped, examined
 }
+
+// full reports whether e has refilled by now: it equals an absent bucket.
+func full(e *entry, now int64) bool { return e.lim != nil && e.lim.Full(e.s, now) }

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ type config struct {
 	hotRate    float64
 	dir        string
 	seed       uint64
+	cpuProfile string
 
 	wl *workload
 }
@@ -72,6 +74,7 @@ func parseFlags() (*config, error) {
 	fs.Float64Var(&c.hotRate, "hot-rate", 500_000, "global limit: tokens per second, capacity a tenth of it (hot, limitall)")
 	fs.StringVar(&c.dir, "dir", "", "parent of the temporary directory for bbolt files (default: the system temp dir); the directory is removed at exit")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the key stream")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured cells to `FILE` (read it with go tool pprof)")
 	fs.Usage = usage
 	flag.Parse()
 	if fs.NArg() > 0 {
@@ -183,6 +186,19 @@ func run(cfg *config) int {
 	fmt.Fprintf(os.Stderr, "built %d keys and a %d-request Zipf(s=%g, v=%g) stream in %v; temp dir %s\n",
 		cfg.nkeys, streamLen, cfg.zipfS, cfg.zipfV, time.Since(t).Round(time.Millisecond), tmp)
 
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cells := plan(cfg, scs, tmp)
 	r := newRunner(cfg.wl, slices.Max(cfg.callers), cfg.batch)
 	var results []*result
