@@ -112,6 +112,7 @@ func (p *Partition) decide(m msg) {
 		}
 	} else {
 		for i := m.lo; i < m.hi; i++ { // one item per member (see Call.Atomic)
+			p.touchItem(m, i+prefetchWindow)
 			it := &c.Items[i]
 			mem := &c.Members[it.member]
 			p.loadItem(it)

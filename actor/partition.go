@@ -38,20 +38,21 @@ type Partition struct {
 	wake     chan struct{}
 	exited   chan struct{}
 
-	group   *Group
-	log     Log
-	clock   func() int64
-	buckets table
-	held    map[BucketID]*Call // buckets prepared by a call, until its commit or abort
-	parked  map[BucketID][]msg // messages waiting for a held bucket
-	freed   []BucketID         // buckets released this batch, whose parked messages may run
-	rerun   bool               // wakeParked is running a parked message
-	failed  error              // the log's error, read once per batch
-	now     int64              // the batch's clock reading
-	recs    []wal.Record       // this batch's records
-	pending []msg              // this batch's messages that wrote records
-	counts  Counts             // decisions made here
-	touched uint64             // prefetch's sum, so its loads are kept
+	group     *Group
+	log       Log
+	clock     func() int64
+	buckets   table
+	held      map[BucketID]*Call // buckets prepared by a call, until its commit or abort
+	parked    map[BucketID][]msg // messages waiting for a held bucket
+	freed     []BucketID         // buckets released this batch, whose parked messages may run
+	rerun     bool               // wakeParked is running a parked message
+	failed    error              // the log's error, read once per batch
+	now       int64              // the batch's clock reading
+	recs      []wal.Record       // this batch's records
+	pending   []msg              // this batch's messages that wrote records
+	counts    Counts             // decisions made here
+	ahead     prefetcher         // how far this batch's lookups were touched
+	lastItems int                // items of the largest message in the last batch
 }
 
 func newPartition(log Log, clock func() int64) *Partition {
@@ -85,13 +86,17 @@ func (p *Partition) send(m msg) bool {
 
 // next waits for messages and takes all of them; nil once stopped and empty.
 func (p *Partition) next() []msg {
+	limit := yieldSpins
+	if p.lastItems >= bigBatch {
+		limit = bigYield
+	}
 	p.mu.Lock()
 	for spins := 0; len(p.inbox) == 0; spins++ {
 		if p.stopped {
 			p.mu.Unlock()
 			return nil
 		}
-		if spins < yieldSpins {
+		if spins < limit {
 			// Let the callers just released run and queue their next
 			// requests: a bigger batch costs less than a sleep and a wakeup.
 			p.mu.Unlock()
@@ -132,9 +137,12 @@ func (p *Partition) run() {
 		}
 		p.now = p.clock()
 		p.failed = p.log.Err()
-		p.prefetch(batch)
-		for _, m := range batch {
+		p.ahead = prefetcher{}
+		p.lastItems = 0
+		for i, m := range batch {
+			p.touchAhead(batch, i)
 			p.handle(m)
+			p.lastItems = max(p.lastItems, int(m.hi-m.lo))
 		}
 		p.wakeParked()
 		p.flush()
@@ -216,22 +224,13 @@ func (p *Partition) fail(m msg, err error) {
 // ~55 requests per batch instead of ~1.3 at 256 callers).
 const yieldSpins = 1
 
-// prefetch touches the map lines of the batch's items before any is
-// decided, so that their cache misses overlap instead of queueing one by
-// one (with a million buckets each lookup misses the cache).
-func (p *Partition) prefetch(batch []msg) {
-	if len(batch) == 1 && batch[0].hi-batch[0].lo < 2 {
-		return
-	}
-	var x uint64
-	for _, m := range batch {
-		if m.kind == kindRun {
-			continue
-		}
-		items := m.call.Items[m.lo:m.hi]
-		for i := range items {
-			x += p.buckets.touch(items[i].Hash)
-		}
-	}
-	p.touched += x
-}
+// After a batch with a message of at least bigBatch items (from a
+// LimitMany call: many requests of one caller), an idle partition yields up to bigYield times (a few
+// microseconds) before it sleeps: a caller that sends big batches tends to
+// send the next one soon, and waking a sleeping partition costs a futex
+// wake of another thread (measured: LimitMany at 1 caller, 64 requests a
+// call, ~1.3x more decisions per second).
+const (
+	bigBatch = 16
+	bigYield = 64
+)
