@@ -29,31 +29,32 @@ const (
 	OpCredit           // give Count tokens back, capped at capacity
 )
 
-// Item is one bucket a call touches.
+// Item is one bucket a call touches. Fields are ordered to pack (112
+// bytes; a LimitMany call of 64 requests carries 64 items and members).
 type Item struct {
 	ID    BucketID
 	Hash  uint64 // BucketHash(bucket.Hash(Name, Key), Shard)
 	Lim   *bucket.Limit
 	Phase int64 // fixed-window phase
-	Part  int32 // owning partition
-
-	member int32 // index of the member this item serves
-	second bool  // the member's B item
-	canon  int32 // index of the first item with the same ID (atomic calls)
-	wrote  bool
 
 	State bucket.State // loaded or prepared state, updated by grants
-	Write bool         // State is to be stored
 	Err   error        // why this item could not be decided or stored
+
+	Part   int32 // owning partition
+	member int32 // index of the member this item serves
+	canon  int32 // index of the first item with the same ID (atomic calls)
+	second bool  // the member's B item
+	wrote  bool
+	Write  bool // State is to be stored
 }
 
-// Member is one decision of a call.
+// Member is one decision of a call (64 bytes: one cache line).
 type Member struct {
-	Op      Op
 	Count   float64
-	Reserve bool
-	A, B    int32 // item indexes; B < 0 for one bucket
 	Ref     any   // the caller's, untouched here
+	A, B    int32 // item indexes; B < 0 for one bucket
+	Op      Op
+	Reserve bool
 
 	OK         bool
 	RetryAfter int64
