@@ -14,6 +14,19 @@
 // the clock once for the whole batch, and decides each message with the pure
 // arithmetic of package bucket.
 //
+// # The bucket table
+//
+// A partition's buckets are in its own hash table (table.go), not a Go map:
+// an entry is one cache line, keyed by the bucket's 64-bit hash and verified
+// against the full id; growth splits one subtable of at most 4096 slots at a
+// time. While deciding a batch, a partition touches the table lines of the
+// next 32 items ahead (prefetch.go), so that with millions of buckets the
+// cache misses of a batch overlap instead of queueing one after another.
+// Caller and partition exchange a pooled Call whose first member and items
+// share its allocation. An idle partition yields once before sleeping (so
+// released callers can queue their next requests into one batch), or up to
+// 64 times after a LimitMany-sized message.
+//
 // # The one acknowledgement point
 //
 // A grant is applied to the partition's map at once (so the next decision
