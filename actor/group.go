@@ -101,7 +101,9 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 		g.group(c) // order, and merge repeated buckets into one canonical item
 	}
 	if onePartition(c) {
-		c.cancel = true
+		// Cancelable only if ctx can end: otherwise the partition need not
+		// claim the call (a compare-and-swap on a line the caller wrote).
+		c.cancel = ctx.Done() != nil
 		c.begin(1)
 		if !g.parts[c.Items[0].Part].send(msg{call: c, kind: kindDecide, hi: int32(len(c.Items))}) {
 			g.failAll(c)
