@@ -339,3 +339,62 @@ func TestTableSeedDiffers(t *testing.T) {
 		t.Fatalf("tables share seed %x", a.seed)
 	}
 }
+
+// SweepSome interleaved with inserts, updates and deletions (so subtables
+// split, shrink and the directory doubles between calls) drops exactly the
+// full buckets it examines and never loses or alters another.
+func TestSweepSomeInterleavedWithChurn(t *testing.T) {
+	lim := tokenLim(10)
+	rng := rand.New(rand.NewPCG(3, 4))
+	p := newPartition(NopLog{}, frozen)
+	model := map[BucketID]float64{}
+	const keys = 30_000
+	id := func(k int) (uint64, BucketID) {
+		b := BucketID{Name: "n", Key: "k" + strconv.Itoa(k)}
+		return BucketHash(bucket.Hash(b.Name, b.Key), 0), b
+	}
+	for round := 0; round < 200; round++ {
+		for i := 0; i < 500; i++ {
+			h, b := id(rng.IntN(keys))
+			switch rng.IntN(4) {
+			case 0, 1:
+				v := float64(rng.IntN(11)) // 10 is full
+				p.buckets.put(h, entry{id: b, s: st(v), lim: lim})
+				model[b] = v
+			case 2:
+				p.buckets.del(h, b)
+				delete(model, b)
+			case 3:
+				e, ok := p.buckets.get(h, b)
+				v, want := model[b]
+				if ok != want || ok && e.s.Value != v {
+					t.Fatalf("round %d: get(%v) = %v %v, model %v %v", round, b, e.s.Value, ok, v, want)
+				}
+			}
+		}
+		before := p.Len()
+		dropped, examined := p.SweepSome(t0, 1+rng.IntN(8192))
+		if examined == 0 && before > 0 {
+			t.Fatalf("round %d: SweepSome examined nothing of %d", round, before)
+		}
+		if p.Len() != before-dropped {
+			t.Fatalf("round %d: Len %d after dropping %d of %d", round, p.Len(), dropped, before)
+		}
+		// Whatever was dropped was full; whatever is left is intact.
+		for b, v := range model {
+			h := BucketHash(bucket.Hash(b.Name, b.Key), 0)
+			e, ok := p.buckets.get(h, b)
+			switch {
+			case !ok && v < 10:
+				t.Fatalf("round %d: %v (value %v, not full) lost", round, b, v)
+			case !ok:
+				delete(model, b) // dropped as full: equal to absent
+			case e.s.Value != v:
+				t.Fatalf("round %d: %v = %v, want %v", round, b, e.s.Value, v)
+			}
+		}
+		if p.Len() != len(model) {
+			t.Fatalf("round %d: Len %d, model %d", round, p.Len(), len(model))
+		}
+	}
+}
