@@ -136,12 +136,28 @@ func medianOf(rs []*result, f func(*result) float64) float64 {
 	for i, r := range rs {
 		xs[i] = f(r)
 	}
+	return median(xs)
+}
+
+// median sorts xs and returns its median (the mean of the middle two for
+// an even count).
+func median(xs []float64) float64 {
 	sort.Float64s(xs)
 	n := len(xs)
 	if n%2 == 1 {
 		return xs[n/2]
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// find returns the cell of rs with these coordinates, or nil.
+func find(rs []*result, sc string, callers int, impl, mode, variant string) *result {
+	for _, r := range rs {
+		if r.Scenario == sc && r.Callers == callers && r.Impl == impl && r.Mode == mode && r.Variant == variant {
+			return r
+		}
+	}
+	return nil
 }
 
 // baselineNames are the baselines in column order.
@@ -152,12 +168,7 @@ var baselineNames = []string{"striped", "mutex", "naive"}
 // cell of the same variant ("memory": durable / memory).
 func computeRatios(rs []*result) {
 	find := func(sc string, callers int, impl, mode, variant string) *result {
-		for _, r := range rs {
-			if r.Scenario == sc && r.Callers == callers && r.Impl == impl && r.Mode == mode && r.Variant == variant {
-				return r
-			}
-		}
-		return nil
+		return find(rs, sc, callers, impl, mode, variant)
 	}
 	for _, r := range rs {
 		if r.Impl != "ours" {
@@ -194,12 +205,7 @@ func ratioOf(a, b *result) ratio {
 			for i, q := range qs {
 				xs[i] = f(q)
 			}
-			sort.Float64s(xs)
-			n := len(xs)
-			if n%2 == 1 {
-				return xs[n/2]
-			}
-			return (xs[n/2-1] + xs[n/2]) / 2
+			return median(xs)
 		}
 		q := ratio{
 			Throughput: med(func(q ratio) float64 { return q.Throughput }),
@@ -370,12 +376,7 @@ type target struct {
 // when -runs > 1; the issue judges medians of 3 runs).
 func evalTargets(rs []*result) []target {
 	find := func(sc string, callers int, impl, mode, variant string) *result {
-		for _, r := range rs {
-			if r.Scenario == sc && r.Callers == callers && r.Impl == impl && r.Mode == mode && r.Variant == variant {
-				return r
-			}
-		}
-		return nil
+		return find(rs, sc, callers, impl, mode, variant)
 	}
 	var ts []target
 	add := func(name string, ok bool, present bool, measured string) {
@@ -388,14 +389,22 @@ func evalTargets(rs []*result) []target {
 		}
 		ts = append(ts, t)
 	}
-	dur := find("keys", 1024, "ours", "durable", "")
-	naive := find("keys", 1024, "naive", "durable", "")
-	if dur != nil && naive != nil {
-		x := dur.DecisionsPerSec / naive.DecisionsPerSec
-		add("durable keys, 1024 callers: >= 100x naive durable", x >= 100, true, fmtX(x))
-	} else {
-		add("durable keys, 1024 callers: >= 100x naive durable", false, false, "")
+	// ratio judges a/b (throughput) by pass. With several runs it is, like
+	// the table's ratio columns, the median of the run-by-run ratios (the
+	// two cells of a run were measured back to back, on the same state of
+	// the machine), and each run's ratio is shown: a steady gap and a noisy
+	// one look different.
+	ratio := func(name string, a, b *result, pass func(float64) bool) {
+		if a == nil || b == nil || b.DecisionsPerSec <= 0 {
+			add(name, false, false, "")
+			return
+		}
+		x := ratioOf(a, b).Throughput
+		add(name, pass(x), true, fmtX(x)+fmtRuns(runRatios(a, b)))
 	}
+	dur := find("keys", 1024, "ours", "durable", "")
+	ratio("durable keys, 1024 callers: >= 100x naive durable", dur, find("keys", 1024, "naive", "durable", ""),
+		func(x float64) bool { return x >= 100 })
 	if dur != nil {
 		add("durable keys, 1024 callers: >= 300,000 decisions/s", dur.DecisionsPerSec >= 300e3, true, fmtRate(dur.DecisionsPerSec)+"/s")
 	} else {
@@ -411,40 +420,47 @@ func evalTargets(rs []*result) []target {
 		if sc == "hot" {
 			variant = "shards16"
 		}
-		name := fmt.Sprintf("durable costs <= 3x memory (%s, 1024 callers)", strings.TrimSpace(sc+" "+variant))
-		d, m := find(sc, 1024, "ours", "durable", variant), find(sc, 1024, "ours", "memory", variant)
-		if d != nil && m != nil && d.DecisionsPerSec > 0 {
-			x := m.DecisionsPerSec / d.DecisionsPerSec
-			add(name, x <= 3, true, fmt.Sprintf("%.2fx", x))
-		} else {
-			add(name, false, false, "")
-		}
+		ratio(fmt.Sprintf("durable costs <= 3x memory (%s, 1024 callers)", strings.TrimSpace(sc+" "+variant)),
+			find(sc, 1024, "ours", "memory", variant), find(sc, 1024, "ours", "durable", variant),
+			func(x float64) bool { return x <= 3 })
 	}
-	m, s := find("keys", 256, "ours", "memory", ""), find("keys", 256, "striped", "memory", "")
-	if m != nil && s != nil {
-		x := m.DecisionsPerSec / s.DecisionsPerSec
-		add("memory keys, 256 callers: >= 0.5x striped map", x >= 0.5, true, fmtX(x))
-	} else {
-		add("memory keys, 256 callers: >= 0.5x striped map", false, false, "")
-	}
+	ratio("memory keys, 256 callers: >= 0.5x striped map", find("keys", 256, "ours", "memory", ""),
+		find("keys", 256, "striped", "memory", ""), func(x float64) bool { return x >= 0.5 })
 	for _, callers := range []int{1, 16, 256, 1024} {
-		name := fmt.Sprintf("memory limitmany, %d callers: > 1x striped map", callers)
-		m, s := find("limitmany", callers, "ours", "memory", ""), find("limitmany", callers, "striped", "memory", "")
-		if m != nil && s != nil {
-			x := m.DecisionsPerSec / s.DecisionsPerSec
-			add(name, x > 1, true, fmtX(x))
-		} else {
-			add(name, false, false, "")
+		ratio(fmt.Sprintf("memory limitmany, %d callers: > 1x striped map", callers),
+			find("limitmany", callers, "ours", "memory", ""), find("limitmany", callers, "striped", "memory", ""),
+			func(x float64) bool { return x > 1 })
+	}
+	ratio("memory hot, 256 callers: Shards 16 > unsharded", find("hot", 256, "ours", "memory", "shards16"),
+		find("hot", 256, "ours", "memory", "unsharded"), func(x float64) bool { return x > 1 })
+	return ts
+}
+
+// runRatios is a/b run by run; nil for a single run.
+func runRatios(a, b *result) []float64 {
+	if len(a.Runs) < 2 || len(a.Runs) != len(b.Runs) {
+		return nil
+	}
+	xs := make([]float64, len(a.Runs))
+	for i := range a.Runs {
+		if d := b.Runs[i].DecisionsPerSec; d > 0 {
+			xs[i] = a.Runs[i].DecisionsPerSec / d
 		}
 	}
-	u, sh := find("hot", 256, "ours", "memory", "unsharded"), find("hot", 256, "ours", "memory", "shards16")
-	if u != nil && sh != nil {
-		x := sh.DecisionsPerSec / u.DecisionsPerSec
-		add("memory hot, 256 callers: Shards 16 > unsharded", x > 1, true, fmtX(x))
-	} else {
-		add("memory hot, 256 callers: Shards 16 > unsharded", false, false, "")
+	return xs
+}
+
+func fmtRuns(xs []float64) string {
+	if len(xs) == 0 {
+		return ""
 	}
-	return ts
+	var sb strings.Builder
+	sb.WriteString(" (runs:")
+	for _, x := range xs {
+		fmt.Fprintf(&sb, " %.3g", x)
+	}
+	sb.WriteString(")")
+	return sb.String()
 }
 
 func printTargets(w io.Writer, ts []target, runs int) {
