@@ -64,9 +64,10 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		h, part := sc.hash[m], sc.part[m]
 		pos := sc.next[part]
 		sc.next[part]++
+		key := rs[sc.req[m]].Key
 		c.SetItem(pos, actor.Item{
-			ID:    actor.BucketID{Name: d.name, Key: rs[sc.req[m]].Key},
-			Hash:  actor.BucketHash(h, 0),
+			ID:    actor.BucketID{Name: d.name, Key: key},
+			Hash:  actor.TableHash(d.nameHash, key, 0),
 			Lim:   &d.shard,
 			Phase: d.phaseFor(h),
 			Part:  part,

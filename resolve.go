@@ -151,13 +151,13 @@ func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op,
 	item := actor.Item{ID: actor.BucketID{Name: d.name, Key: key}, Lim: &d.shard, Phase: d.phaseFor(h)}
 	mem := actor.Member{Op: op, Count: count, Reserve: reserve, B: -1, Ref: d}
 	if d.shards == 1 {
-		item.Part, item.Hash = l.group.Route(h, 0), actor.BucketHash(h, 0)
+		item.Part, item.Hash = l.group.Route(h, 0), actor.TableHash(d.nameHash, key, 0)
 		mem.A = c.AddItem(item, m, false)
 	} else {
 		i, j := twoShards(d.shards, l.group.N())
-		item.ID.Shard, item.Part, item.Hash = uint32(i), l.group.Route(h, uint32(i)), actor.BucketHash(h, uint32(i))
+		item.ID.Shard, item.Part, item.Hash = uint32(i), l.group.Route(h, uint32(i)), actor.TableHash(d.nameHash, key, uint32(i))
 		mem.A = c.AddItem(item, m, false)
-		item.ID.Shard, item.Part, item.Hash = uint32(j), l.group.Route(h, uint32(j)), actor.BucketHash(h, uint32(j))
+		item.ID.Shard, item.Part, item.Hash = uint32(j), l.group.Route(h, uint32(j)), actor.TableHash(d.nameHash, key, uint32(j))
 		mem.B = c.AddItem(item, m, true)
 	}
 	c.Members = append(c.Members, mem)
@@ -172,7 +172,7 @@ func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string) {
 			Lim:   &d.shard,
 			Phase: d.phaseFor(h),
 			Part:  l.group.Route(h, uint32(s)),
-			Hash:  actor.BucketHash(h, uint32(s)),
+			Hash:  actor.TableHash(d.nameHash, key, uint32(s)),
 		}, -1, false)
 	}
 }

@@ -33,7 +33,7 @@ const (
 // bytes; a LimitMany call of 64 requests carries 64 items and members).
 type Item struct {
 	ID    BucketID
-	Hash  uint64 // BucketHash(bucket.Hash(Name, Key), Shard)
+	Hash  uint64 // TableHash(bucket.NameHash(Name), Key, Shard)
 	Lim   *bucket.Limit
 	Phase int64 // fixed-window phase
 

@@ -82,7 +82,7 @@ func (g *Group) Route(hash uint64, shard uint32) int32 {
 // (name, key) hashes to h, into its partition. Only before Start.
 func (g *Group) Restore(id BucketID, h uint64, s bucket.State, lim *bucket.Limit, del bool) {
 	p := g.parts[g.Route(h, id.Shard)]
-	bh := BucketHash(h, id.Shard)
+	bh := TableHash(bucket.NameHash(id.Name), id.Key, id.Shard)
 	if del {
 		p.buckets.del(bh, id)
 		return

@@ -121,7 +121,7 @@ func itemFor(g *Group, lim *bucket.Limit, name, key string, shard uint32) Item {
 	h := bucket.Hash(name, key)
 	return Item{
 		ID:   BucketID{Name: name, Key: key, Shard: shard},
-		Hash: BucketHash(h, shard),
+		Hash: TableHash(bucket.NameHash(name), key, shard),
 		Lim:  lim,
 		Part: g.Route(h, shard),
 	}

@@ -68,7 +68,8 @@ func (p *Partition) Sweep(now int64, visit func(BucketID, bucket.State)) (droppe
 func (p *Partition) SweepSome(now int64, budget int) (dropped, examined int) {
 	t := &p.buckets
 	if len(t.overflow) > 0 {
-		return p.Sweep(now, nil), t.len() // rare: keep promotion exact
+		n := t.len()                // examined: all of them (Sweep)
+		return p.Sweep(now, nil), n // rare: keep promotion exact
 	}
 	for covered := 0; covered < len(t.dir) && examined < budget; {
 		if t.cursor >= len(t.dir) {
