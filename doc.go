@@ -19,7 +19,9 @@
 //
 // With Options.Path set, each grant, reservation and reset becomes a record
 // of the bucket's resulting absolute state, group-committed to a write-ahead
-// log in a bbolt file (package wal) before the caller hears "ok". Snapshots
+// log in a bbolt file (package wal) before the caller hears "ok" (a bucket
+// written several times in one partition batch is recorded once, with its
+// last state: replay needs no more). Snapshots
 // (package snapshot) bound the log; Open recovers snapshot + log tail. A
 // crash loses no acknowledged grant (a grant in flight may or may not
 // survive; either way no one was told it happened).

@@ -49,6 +49,7 @@ type Partition struct {
 	failed    error              // the log's error, read once per batch
 	now       int64              // the batch's clock reading
 	recs      []wal.Record       // this batch's records
+	recIndex  map[uint64]int32   // table hash -> index in recs of the bucket's record
 	pending   []msg              // this batch's messages that wrote records
 	counts    Counts             // decisions made here
 	ahead     prefetcher         // how far this batch's lookups were touched
@@ -162,6 +163,11 @@ func (p *Partition) flush() {
 	clear(p.pending)
 	p.pending = p.pending[:0]
 	p.log.Append(p.recs, w)
+	if len(p.recs) > 4096 {
+		p.recIndex = nil // clear costs its capacity: do not keep a big one
+	} else {
+		clear(p.recIndex)
+	}
 	clear(p.recs)
 	p.recs = p.recs[:0]
 }

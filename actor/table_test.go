@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seed7fbd42b6/ratelimit/bucket"
+	"github.com/seed7fbd42b6/ratelimit/wal"
 )
 
 // collidingIDs are n distinct bucket ids given one shared table hash h
@@ -396,5 +397,40 @@ func TestSweepSomeInterleavedWithChurn(t *testing.T) {
 		if p.Len() != len(model) {
 			t.Fatalf("round %d: Len %d, model %d", round, p.Len(), len(model))
 		}
+	}
+}
+
+// A bucket written several times in one batch leaves one record, holding
+// its last state (records are absolute states: replay needs only the
+// last), and the others keep theirs.
+func TestBatchRecordsCoalescePerBucket(t *testing.T) {
+	log := &fakeLog{}
+	g := newGroup(t, 1, log, frozen)
+	lim := tokenLim(10)
+	a, b := itemFor(g, lim, "n", "a", 0), itemFor(g, lim, "n", "b", 0)
+	c := NewCall() // independent members, one message: one batch
+	for _, it := range []Item{a, b, a, a, b, a, a} {
+		m := int32(len(c.Members))
+		i := c.AddItem(it, m, false)
+		c.Members = append(c.Members, Member{Op: OpTake, Count: 1, A: i, B: -1})
+	}
+	decide(t, g, c)
+	for i := range c.Members {
+		if !c.Members[i].OK {
+			t.Fatalf("member %d denied", i)
+		}
+	}
+	c.Release()
+	log.mu.Lock()
+	recs := append([]wal.Record(nil), log.recs...)
+	log.mu.Unlock()
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2 (one per bucket): %+v", len(recs), recs)
+	}
+	if recs[0].Key != "a" || recs[0].Value != 5 || recs[1].Key != "b" || recs[1].Value != 8 {
+		t.Fatalf("records %+v, want a=5 then b=8", recs)
+	}
+	if va, vb := value(t, g, a), value(t, g, b); va != 5 || vb != 8 {
+		t.Fatalf("states a=%v b=%v, want 5 and 8", va, vb)
 	}
 }
