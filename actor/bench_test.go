@@ -67,17 +67,23 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 }
 
-// BenchmarkTableGet is a partition's bucket lookup.
-func BenchmarkTableGet(b *testing.B) {
-	t := newTable()
-	const n = 1 << 15
-	ids := make([]BucketID, n)
-	hs := make([]uint64, n)
+// benchTable is a table of n buckets of limit "user", with their ids and
+// table hashes.
+func benchTable(n int) (t table, ids []BucketID, hs []uint64) {
+	t = newTable()
+	ids, hs = make([]BucketID, n), make([]uint64, n)
 	for i := range ids {
 		ids[i] = BucketID{Name: "user", Key: "user-" + strconv.Itoa(i)}
-		hs[i] = BucketHash(bucket.Hash("user", ids[i].Key), 0)
+		hs[i] = TableHash(bucket.NameHash("user"), ids[i].Key, 0)
 		t.put(hs[i], entry{id: ids[i], lim: benchLim})
 	}
+	return t, ids, hs
+}
+
+// BenchmarkTableGet is a partition's bucket lookup.
+func BenchmarkTableGet(b *testing.B) {
+	const n = 1 << 15
+	t, ids, hs := benchTable(n)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -90,17 +96,10 @@ func BenchmarkTableGet(b *testing.B) {
 
 // BenchmarkTableBatch looks up batches of 64 random buckets among a
 // million, as a partition does for a batch of requests, with and without
-// touching them all first (Partition.prefetch). ns/op is per lookup.
+// touching them all first (as Partition.touchAhead does). ns/op is per lookup.
 func BenchmarkTableBatch(b *testing.B) {
-	t := newTable()
 	const n = 1 << 20
-	ids := make([]BucketID, n)
-	hs := make([]uint64, n)
-	for i := range ids {
-		ids[i] = BucketID{Name: "user", Key: "user-" + strconv.Itoa(i)}
-		hs[i] = BucketHash(bucket.Hash("user", ids[i].Key), 0)
-		t.put(hs[i], entry{id: ids[i], lim: benchLim})
-	}
+	t, ids, hs := benchTable(n)
 	// The batches are drawn up front, so that only the table's misses are
 	// timed (a partition has the batch's items at hand).
 	const batches = 1 << 14

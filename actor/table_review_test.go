@@ -628,6 +628,19 @@ func TestReviewSweepAllFullThenRegrow(t *testing.T) {
 // rvSweepSomeCycle calls SweepSome with budget until the calls have
 // examined as many buckets as the table held at the start (no overflow):
 // one pass over every subtable, which must examine each bucket exactly once.
+// rvDropFull removes the full buckets from m (what a sweep drops) and
+// returns how many there were.
+func rvDropFull(m rvModel) int {
+	full := 0
+	for id, v := range m {
+		if v.full() {
+			full++
+			delete(m, id)
+		}
+	}
+	return full
+}
+
 func rvSweepSomeCycle(t *testing.T, p *Partition, budget int) (dropped, examined int) {
 	t.Helper()
 	n0 := p.Len()
@@ -685,13 +698,7 @@ func TestReviewSweepSomeBudgetOne(t *testing.T) {
 			}
 			rvCheck(t, tb, m)
 			for pass := 0; pass < 3; pass++ {
-				full := 0
-				for id, v := range m {
-					if v.full() {
-						full++
-						delete(m, id)
-					}
-				}
+				full := rvDropFull(m)
 				// Budget 1, then a budget beyond everything: one call, one
 				// pass exactly, ending where it started.
 				budget, c0 := 1, tb.cursor%len(tb.dir)
@@ -757,13 +764,7 @@ func TestReviewSweepSomeCursorAcrossDoubling(t *testing.T) {
 	}
 	rvPrune(t, tb, m)
 	// Now a full pass from wherever the cursor is drops every full bucket.
-	full := 0
-	for id, v := range m {
-		if v.full() {
-			full++
-			delete(m, id)
-		}
-	}
+	full := rvDropFull(m)
 	n0 := p.Len()
 	dropped, examined := rvSweepSomeCycle(t, p, 1+r.IntN(3000))
 	if dropped != full || examined != n0 {
@@ -1038,13 +1039,7 @@ func TestReviewDepthZero(t *testing.T) {
 	// One step of SweepSome with budget 1 covers the whole table, twice.
 	p := &Partition{buckets: tb}
 	for pass := 0; pass < 2; pass++ {
-		full := 0
-		for id, v := range m {
-			if v.full() {
-				full++
-				delete(m, id)
-			}
-		}
+		full := rvDropFull(m)
 		n0 := p.Len()
 		d, e := p.SweepSome(t0, 1)
 		if d != full || e != n0 || p.buckets.cursor != 1 {
