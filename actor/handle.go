@@ -199,17 +199,18 @@ func writes(c *Call) bool {
 // batch's records. Records hold absolute states and only a bucket's last
 // one in a batch matters (replay applies them in order), so a bucket
 // written again in the same batch (a hot limit) replaces its record
-// rather than adding one: fewer bytes per commit, same replay.
+// rather than adding one: fewer bytes per commit, same replay. recSlot
+// remembers, per hash slot, the index of the last record added there; a
+// stale or colliding slot is caught by comparing the ids, and then r is
+// simply appended.
 func (p *Partition) record(h uint64, r wal.Record) {
-	if i, ok := p.recIndex[h]; ok {
-		if old := &p.recs[i]; old.Name == r.Name && old.Key == r.Key && old.Shard == r.Shard {
+	slot := &p.recSlot[h%uint64(len(p.recSlot))]
+	if i := int(*slot); i < len(p.recs) {
+		if old := &p.recs[i]; old.Shard == r.Shard && old.Key == r.Key && old.Name == r.Name {
 			*old = r
 			return
 		}
 	}
-	if p.recIndex == nil {
-		p.recIndex = make(map[uint64]int32)
-	}
-	p.recIndex[h] = int32(len(p.recs))
+	*slot = int32(len(p.recs))
 	p.recs = append(p.recs, r)
 }

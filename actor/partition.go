@@ -49,7 +49,7 @@ type Partition struct {
 	failed    error              // the log's error, read once per batch
 	now       int64              // the batch's clock reading
 	recs      []wal.Record       // this batch's records
-	recIndex  map[uint64]int32   // table hash -> index in recs of the bucket's record
+	recSlot   [256]int32         // by table hash: a record of this batch to replace (see record)
 	pending   []msg              // this batch's messages that wrote records
 	counts    Counts             // decisions made here
 	ahead     prefetcher         // how far this batch's lookups were touched
@@ -163,11 +163,6 @@ func (p *Partition) flush() {
 	clear(p.pending)
 	p.pending = p.pending[:0]
 	p.log.Append(p.recs, w)
-	if len(p.recs) > 4096 {
-		p.recIndex = nil // clear costs its capacity: do not keep a big one
-	} else {
-		clear(p.recIndex)
-	}
 	clear(p.recs)
 	p.recs = p.recs[:0]
 }
@@ -231,11 +226,11 @@ func (p *Partition) fail(m msg, err error) {
 const yieldSpins = 1
 
 // After a batch with a message of at least bigBatch items (from a
-// LimitMany call: many requests of one caller), an idle partition yields up to bigYield times (a few
-// microseconds) before it sleeps: a caller that sends big batches tends to
-// send the next one soon, and waking a sleeping partition costs a futex
-// wake of another thread (measured: LimitMany at 1 caller, 64 requests a
-// call, ~1.3x more decisions per second).
+// LimitMany call: many requests of one caller), an idle partition yields
+// up to bigYield times (a few microseconds) before it sleeps: a caller that
+// sends big batches tends to send the next one soon, and waking a sleeping
+// partition costs a futex wake of another thread (measured: LimitMany at 1
+// caller, 64 requests a call, ~1.3x more decisions per second).
 const (
 	bigBatch = 16
 	bigYield = 64

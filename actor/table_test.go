@@ -434,3 +434,51 @@ func TestBatchRecordsCoalescePerBucket(t *testing.T) {
 		t.Fatalf("states a=%v b=%v, want 5 and 8", va, vb)
 	}
 }
+
+// Buckets whose hashes share a record slot, written alternately in one
+// batch and again in a second batch (stale slots), still leave, per batch,
+// each bucket's last state as its last record.
+func TestBatchRecordsSlotCollisions(t *testing.T) {
+	log := &fakeLog{}
+	g := newGroup(t, 1, log, frozen)
+	lim := tokenLim(10)
+	a, b := itemFor(g, lim, "n", "a", 0), itemFor(g, lim, "n", "b", 0)
+	b.Hash = a.Hash + 256 // same slot (hash mod 256), different table key
+	run := func(items ...Item) []wal.Record {
+		t.Helper()
+		log.mu.Lock()
+		log.recs = nil
+		log.mu.Unlock()
+		c := NewCall()
+		for _, it := range items {
+			m := int32(len(c.Members))
+			i := c.AddItem(it, m, false)
+			c.Members = append(c.Members, Member{Op: OpTake, Count: 1, A: i, B: -1})
+		}
+		decide(t, g, c)
+		c.Release()
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return append([]wal.Record(nil), log.recs...)
+	}
+	last := func(recs []wal.Record, key string) float64 {
+		v := -1.0
+		for _, r := range recs {
+			if r.Key == key {
+				v = r.Value
+			}
+		}
+		return v
+	}
+	recs := run(a, b, a, b, a)
+	if va, vb := last(recs, "a"), last(recs, "b"); va != 7 || vb != 8 {
+		t.Fatalf("batch 1: last records a=%v b=%v, want 7 and 8: %+v", va, vb, recs)
+	}
+	recs = run(b, a, b)
+	if va, vb := last(recs, "a"), last(recs, "b"); va != 6 || vb != 6 {
+		t.Fatalf("batch 2: last records a=%v b=%v, want 6 and 6: %+v", va, vb, recs)
+	}
+	if va, vb := value(t, g, a), value(t, g, b); va != 6 || vb != 6 {
+		t.Fatalf("states a=%v b=%v, want 6 and 6", va, vb)
+	}
+}
