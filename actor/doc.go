@@ -17,9 +17,9 @@
 // # The bucket table
 //
 // A partition's buckets are in its own hash table (table.go), not a Go map:
-// an entry is one cache line, keyed by the bucket's 64-bit hash and verified
-// against the full id; growth splits one subtable of at most 4096 slots at a
-// time. While deciding a batch, a partition touches the table lines of the
+// an entry is one cache line, keyed by the bucket's seeded 64-bit hash
+// (TableHash: keys cannot be chosen to collide) and verified against the
+// full id; growth splits one subtable of at most 4096 slots at a time. While deciding a batch, a partition touches the table lines of the
 // next 32 items ahead (prefetch.go), so that with millions of buckets the
 // cache misses of a batch overlap instead of queueing one after another.
 // Caller and partition exchange a pooled Call whose first member and items
@@ -30,7 +30,8 @@
 // # The one acknowledgement point
 //
 // A grant is applied to the partition's map at once (so the next decision
-// sees it) and becomes a record of the bucket's absolute state. At the end of
+// sees it) and becomes a record of the bucket's absolute state (one per
+// bucket per batch: a later write in the batch replaces it). At the end of
 // the batch the partition hands all its records, with the messages that
 // wrote them, to the Log; the Log calls back once they are durable, and only
 // then are those messages finished and their callers released. In memory

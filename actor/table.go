@@ -57,7 +57,7 @@ type entry struct {
 
 const (
 	minSlots = 8
-	maxSlots = 1 << 12 // a split rehashes at most ~3k entries (~100 us)
+	maxSlots = 1 << 12 // a split rehashes at most ~3k entries
 )
 
 func newTable() table {
