@@ -10,9 +10,10 @@
 // absent bucket is a full one, so idle keys cost nothing. The arithmetic is
 // Convex's rate limiter's, stated exactly in package bucket.
 //
-// Buckets live on actor partitions (package actor): goroutines that own
-// their maps outright and decide the requests queued to them in batches,
-// with one clock reading per batch. A request on several buckets that live
+// Buckets live on actor partitions (package actor): each owns its table of
+// states outright and is executed by one goroutine at a time (its own, or
+// a caller that found it idle and decides inline), deciding the requests
+// queued to it in batches, with one clock reading per batch. A request on several buckets that live
 // on different partitions runs an ordered two-phase reservation.
 //
 // # Durability

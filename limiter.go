@@ -51,9 +51,10 @@ func Open(opts Options) (*Limiter, error) {
 	if opts.Partitions < 0 || opts.Partitions > MaxPartitions {
 		return nil, fmt.Errorf("%w: partitions %d not in [0, %d]", ErrInvalidOptions, opts.Partitions, MaxPartitions)
 	}
+	procs := runtime.GOMAXPROCS(0)
 	n := opts.Partitions
 	if n == 0 {
-		n = runtime.GOMAXPROCS(0)
+		n = min(partitionsPerProc*procs, MaxPartitions)
 	}
 	clock := opts.Now
 	if clock == nil {
@@ -73,6 +74,7 @@ func Open(opts Options) (*Limiter, error) {
 		l.log, log = w, w
 	}
 	l.group = actor.NewGroup(n, log, l.now)
+	l.group.SetSpread(procs)
 	if l.log != nil {
 		if err := l.recover(); err != nil {
 			l.log.Close()

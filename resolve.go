@@ -154,7 +154,7 @@ func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op,
 		item.Part, item.Hash = l.group.Route(h, 0), actor.TableHash(d.nameHash, key, 0)
 		mem.A = c.AddItem(item, m, false)
 	} else {
-		i, j := twoShards(d.shards, l.group.N())
+		i, j := twoShards(d.shards, l.group.Spread())
 		item.ID.Shard, item.Part, item.Hash = uint32(i), l.group.Route(h, uint32(i)), actor.TableHash(d.nameHash, key, uint32(i))
 		mem.A = c.AddItem(item, m, false)
 		item.ID.Shard, item.Part, item.Hash = uint32(j), l.group.Route(h, uint32(j)), actor.TableHash(d.nameHash, key, uint32(j))
@@ -195,8 +195,9 @@ func (d *limitDef) status(m *actor.Member) Status {
 }
 
 // twoShards draws two distinct random shards of n, for the power of two
-// choices. Shard s lives on partition (hash + s) mod parts, so the shards
-// sharing the first one's partition are those congruent to it mod parts;
+// choices. Shard s lives on partition (hash + s mod parts) mod N (parts is
+// the group's Spread), so the shards sharing the first one's partition are
+// those congruent to it mod parts;
 // when there are two or more, the second is drawn among them, and the
 // request is decided by one partition in one step instead of a two-phase
 // reservation across two. Every shard is still equally likely to be drawn

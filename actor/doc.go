@@ -1,8 +1,10 @@
-// Package actor runs the limiter's buckets on partitions: each partition is
-// one goroutine that owns a map of bucket states outright, so deciding never
-// takes a lock on the hot path. A bucket (name, key, shard) lives on
-// partition (Hash(name, key) + shard) mod N, so the shards of one limit sit
-// on different partitions and a hot global limit spreads over cores.
+// Package actor runs the limiter's buckets on partitions: each partition
+// owns a table of bucket states outright, and at any moment exactly one
+// goroutine executes for it (see "Who executes a partition"), so deciding
+// never locks a bucket. A bucket (name, key, shard) lives on partition
+// (Hash(name, key) + shard mod Spread) mod N, so the shards of one limit sit
+// on up to Spread different partitions (the limiter uses GOMAXPROCS) and a
+// hot global limit spreads over cores.
 //
 // # Calls and messages
 //
@@ -14,6 +16,27 @@
 // the clock once for the whole batch, and decides each message with the pure
 // arithmetic of package bucket.
 //
+// # Who executes a partition
+//
+// A partition has a goroutine and an executor token (Partition.busy, under
+// its inbox mutex); only the token's holder touches the partition's state.
+// A sender whose message finds the partition idle (no holder, nothing
+// queued) takes the token and runs the message on its own goroutine, then,
+// if messages queued meanwhile, runs them too (one more batch) and gives
+// the token back, waking the partition's goroutine for whatever is still
+// queued. Otherwise the message is queued (a caller then parks) and the
+// holder or the partition's goroutine runs it. This is flat combining: an
+// uncontended decision costs no goroutine switch at all, contended ones
+// batch as before, and a two-phase chain over idle partitions runs from
+// end to end on the caller's goroutine (a step passes the call on by
+// running the next step inline, holding both tokens). Order is kept (a
+// message runs inline only when nothing is queued before it), and the
+// protocol below is the same whoever executes. Tokens are only ever taken
+// when free, never waited for, so holding several cannot deadlock. With
+// callers doing the work, idle partitions cost nothing, so the limiter
+// makes more of them than processors: two callers then rarely meet on one
+// partition, where one of them would park.
+//
 // # The bucket table
 //
 // A partition's buckets are in its own hash table (table.go), not a Go map:
@@ -23,9 +46,9 @@
 // next 32 items ahead (prefetch.go), so that with millions of buckets the
 // cache misses of a batch overlap instead of queueing one after another.
 // Caller and partition exchange a pooled Call whose first member and items
-// share its allocation. An idle partition yields once before sleeping (so
-// released callers can queue their next requests into one batch), or up to
-// 64 times after a LimitMany-sized message.
+// share its allocation. An idle partition goroutine yields once before
+// sleeping (so released callers can queue their next requests into one
+// batch), or up to 64 times after a LimitMany-sized message.
 //
 // # The one acknowledgement point
 //

@@ -13,8 +13,9 @@ import (
 // Group is the set of partitions of one limiter. Its methods are safe for
 // concurrent use; Restore only before Start.
 type Group struct {
-	parts []*Partition
-	clock func() int64
+	parts  []*Partition
+	spread int // partitions one limit's shards spread over
+	clock  func() int64
 
 	mu     sync.Mutex
 	counts Counts // decisions made by coordinators (two-phase calls)
@@ -44,7 +45,7 @@ func (g *Group) Counts() Counts {
 
 // NewGroup makes n partitions sharing log and clock (Unix nanoseconds).
 func NewGroup(n int, log Log, clock func() int64) *Group {
-	g := &Group{parts: make([]*Partition, n), clock: clock}
+	g := &Group{parts: make([]*Partition, n), spread: n, clock: clock}
 	for i := range g.parts {
 		g.parts[i] = newPartition(log, clock)
 		g.parts[i].group = g
@@ -72,10 +73,22 @@ func (g *Group) Stop() {
 // N is the number of partitions.
 func (g *Group) N() int { return len(g.parts) }
 
+// Spread is how many partitions the shards of one bucket spread over.
+func (g *Group) Spread() int { return g.spread }
+
+// SetSpread sets Spread to k, clamped to [1, N] (N by default). Only before
+// Start and Restore. Shards exist to use more processors, and with callers
+// running idle partitions themselves there may be many more partitions
+// than processors: spreading a limit's shards wider would only split one
+// request's two shards over two partitions more often.
+func (g *Group) SetSpread(k int) { g.spread = min(max(k, 1), len(g.parts)) }
+
 // Route returns the partition of shard of the bucket whose (name, key)
-// hashes to hash: consecutive shards sit on consecutive partitions.
+// hashes to hash: shard s sits on partition (hash + s mod Spread) mod N,
+// so consecutive shards sit on consecutive partitions and shards congruent
+// mod Spread share one.
 func (g *Group) Route(hash uint64, shard uint32) int32 {
-	return int32((hash + uint64(shard)) % uint64(len(g.parts)))
+	return int32((hash + uint64(shard)%uint64(g.spread)) % uint64(len(g.parts)))
 }
 
 // Restore puts a recovered state (or deletion) of the bucket id, whose
@@ -163,8 +176,9 @@ func (g *Group) Reset(c *Call) {
 	g.phase(c, kindReset, c.ranges)
 }
 
-// Run runs fn on partition i's goroutine and waits for it; false if the
-// partition has stopped.
+// Run runs fn as partition i's executor (on its goroutine, or on the
+// caller's if the partition is idle) and waits for it; false if the
+// partition has stopped. fn must not wait on another partition.
 func (g *Group) Run(i int, fn func(*Partition)) bool {
 	c := NewCall()
 	defer c.Release()

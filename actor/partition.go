@@ -28,11 +28,13 @@ type msg struct {
 }
 
 // Partition owns a set of buckets. All its fields below mu are touched only
-// by its goroutine (or by functions run through Group.Run).
+// by the holder of its executor token (busy): its goroutine, or a caller
+// running its own message (see send and the package doc).
 type Partition struct {
 	mu       sync.Mutex
 	inbox    []msg
 	spare    []msg
+	busy     bool // a goroutine holds the executor token (see doc.go)
 	sleeping bool
 	stopped  bool
 	wake     chan struct{}
@@ -54,6 +56,7 @@ type Partition struct {
 	counts    Counts             // decisions made here
 	ahead     prefetcher         // how far this batch's lookups were touched
 	lastItems int                // items of the largest message in the last batch
+	solo      [1]msg             // the batch of a caller that runs its own message
 }
 
 func newPartition(log Log, clock func() int64) *Partition {
@@ -68,16 +71,57 @@ func newPartition(log Log, clock func() int64) *Partition {
 	}
 }
 
-// send queues m; false if the partition has stopped.
+// send delivers m; false if the partition has stopped. If the partition is
+// idle (no one holds its executor token, nothing is queued) the sender
+// takes the token and runs m itself, then the messages that queued
+// meanwhile (one more batch), and gives the token back, waking the
+// partition's goroutine for whatever is still queued. That saves waking
+// the goroutine and, for a caller, parking. Otherwise m is queued for the
+// holder or the goroutine. Order is kept: a message runs inline only when
+// nothing is queued before it. A sender may already hold other partitions'
+// tokens (a chain step passing the call on); it never waits for a token,
+// so tokens cannot deadlock.
 func (p *Partition) send(m msg) bool {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
 		return false
 	}
-	p.inbox = append(p.inbox, m)
-	wake := p.sleeping
-	p.sleeping = false
+	if p.busy || len(p.inbox) > 0 {
+		p.inbox = append(p.inbox, m)
+		wake := p.sleeping && !p.busy
+		if wake {
+			p.sleeping = false
+		}
+		p.mu.Unlock()
+		if wake {
+			p.wake <- struct{}{}
+		}
+		return true
+	}
+	p.busy = true
+	p.mu.Unlock()
+
+	p.solo[0] = m
+	p.process(p.solo[:])
+	p.solo[0] = msg{}
+
+	p.mu.Lock()
+	if len(p.inbox) > 0 {
+		batch := p.inbox
+		p.inbox = p.spare[:0]
+		p.mu.Unlock()
+		p.process(batch)
+		clear(batch)
+		p.mu.Lock()
+		p.spare = batch[:0]
+	}
+	p.busy = false
+	// Hand what is left to the goroutine (and let a stopping one exit).
+	wake := p.sleeping && (len(p.inbox) > 0 || p.stopped)
+	if wake {
+		p.sleeping = false
+	}
 	p.mu.Unlock()
 	if wake {
 		p.wake <- struct{}{}
@@ -85,15 +129,13 @@ func (p *Partition) send(m msg) bool {
 	return true
 }
 
-// next waits for messages and takes all of them; nil once stopped and empty.
-func (p *Partition) next() []msg {
-	limit := yieldSpins
-	if p.lastItems >= bigBatch {
-		limit = bigYield
-	}
+// next waits until there are messages and no one else holds the executor
+// token, then takes the token and all the messages; nil once stopped, empty
+// and idle.
+func (p *Partition) next(limit int) []msg {
 	p.mu.Lock()
-	for spins := 0; len(p.inbox) == 0; spins++ {
-		if p.stopped {
+	for spins := 0; len(p.inbox) == 0 || p.busy; spins++ {
+		if p.stopped && !p.busy && len(p.inbox) == 0 {
 			p.mu.Unlock()
 			return nil
 		}
@@ -110,6 +152,7 @@ func (p *Partition) next() []msg {
 		<-p.wake
 		p.mu.Lock()
 	}
+	p.busy = true
 	batch := p.inbox
 	p.inbox = p.spare[:0]
 	p.mu.Unlock()
@@ -130,26 +173,39 @@ func (p *Partition) stop() {
 
 func (p *Partition) run() {
 	defer close(p.exited)
+	limit := yieldSpins
 	for {
-		batch := p.next()
+		batch := p.next(limit)
 		if batch == nil {
 			p.abandonParked()
 			return
 		}
-		p.now = p.clock()
-		p.failed = p.log.Err()
-		p.ahead = prefetcher{}
-		p.lastItems = 0
-		for i, m := range batch {
-			p.touchAhead(batch, i)
-			p.handle(m)
-			p.lastItems = max(p.lastItems, int(m.hi-m.lo))
+		p.process(batch)
+		limit = yieldSpins
+		if p.lastItems >= bigBatch {
+			limit = bigYield
 		}
-		p.wakeParked()
-		p.flush()
 		clear(batch)
+		p.mu.Lock()
 		p.spare = batch[:0]
+		p.busy = false
+		p.mu.Unlock()
 	}
+}
+
+// process decides one batch; only the holder of the executor token calls it.
+func (p *Partition) process(batch []msg) {
+	p.now = p.clock()
+	p.failed = p.log.Err()
+	p.ahead = prefetcher{}
+	p.lastItems = 0
+	for i, m := range batch {
+		p.touchAhead(batch, i)
+		p.handle(m)
+		p.lastItems = max(p.lastItems, int(m.hi-m.lo))
+	}
+	p.wakeParked()
+	p.flush()
 }
 
 // flush hands the batch's records to the log; the messages that wrote them
