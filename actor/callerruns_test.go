@@ -3,7 +3,11 @@ package actor
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -133,5 +137,34 @@ func TestRouteSpread(t *testing.T) {
 	g.SetSpread(0)
 	if g.Spread() != 1 {
 		t.Errorf("SetSpread(0): Spread = %d, want 1", g.Spread())
+	}
+}
+
+// A panic while a caller runs a partition crashes the process, as it would
+// on the partition's goroutine, even if the caller recovers: the partition
+// must not be left held, half-updated, with other callers waiting forever.
+func TestPanicOnCallerCrashes(t *testing.T) {
+	if os.Getenv("ACTOR_PANIC_CHILD") == "1" {
+		g := NewGroup(1, NopLog{}, frozen)
+		func() {
+			defer func() { _ = recover() }()
+			g.Run(0, func(*Partition) { panic("boom") })
+		}()
+		fmt.Println("the caller recovered and carried on")
+		os.Exit(0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestPanicOnCallerCrashes$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "ACTOR_PANIC_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("child: err %v, ctx %v; want a crash\n%s", err, ctx.Err(), out)
+	}
+	if !strings.Contains(string(out), "ratelimit: partition panicked on a caller's goroutine: boom") {
+		t.Fatalf("child output lacks the crash message:\n%s", out)
+	}
+	if strings.Contains(string(out), "carried on") {
+		t.Fatalf("the caller carried on after the panic:\n%s", out)
 	}
 }

@@ -1,7 +1,9 @@
 package actor
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 
 	"github.com/seed7fbd42b6/ratelimit/wal"
@@ -101,6 +103,7 @@ func (p *Partition) send(m msg) bool {
 	}
 	p.busy = true
 	p.mu.Unlock()
+	defer crashOnPanic()
 
 	p.solo[0] = m
 	p.process(p.solo[:])
@@ -127,6 +130,19 @@ func (p *Partition) send(m msg) bool {
 		p.wake <- struct{}{}
 	}
 	return true
+}
+
+// crashOnPanic, deferred by a sender running a partition, turns a panic
+// into a crash of the process, as on the partition's own goroutine. A
+// caller's recover (net/http recovers handler panics) must not carry on:
+// the partition would keep its token forever, its state half-updated, and
+// the other callers of the batch would wait forever.
+func crashOnPanic() {
+	if r := recover(); r != nil {
+		stack := debug.Stack()
+		go func() { panic(fmt.Sprintf("ratelimit: partition panicked on a caller's goroutine: %v\n%s", r, stack)) }()
+		select {}
+	}
 }
 
 // next waits until there are messages and no one else holds the executor
