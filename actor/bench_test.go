@@ -11,14 +11,6 @@ import (
 
 var benchLim = &bucket.Limit{Kind: bucket.TokenBucket, Rate: 1e9, Period: 1e9, Capacity: 1e9}
 
-// benchGroup runs n partitions on a frozen clock with the memory-mode log.
-func benchGroup(b *testing.B, n int) *Group {
-	g := NewGroup(n, NopLog{}, func() int64 { return 1e18 })
-	g.Start()
-	b.Cleanup(g.Stop)
-	return g
-}
-
 func benchCall(g *Group, key string) *Call {
 	c := NewCall()
 	c.Atomic = true
@@ -28,13 +20,24 @@ func benchCall(g *Group, key string) *Call {
 	return c
 }
 
-// BenchmarkRoundTrip is one single-bucket decision: the caller queues it,
-// a partition decides it, the caller wakes. Serial, then from many
-// goroutines.
+// BenchmarkRoundTrip is one single-bucket decision, serial and from many
+// goroutines: path=inline is the default (a caller that finds the
+// partition idle decides on its own goroutine; otherwise it queues);
+// path=queued always queues: the partition's goroutine decides and wakes
+// the caller, a real round trip.
 func BenchmarkRoundTrip(b *testing.B) {
-	for _, par := range []int{0, 64} {
-		b.Run("parallelism="+strconv.Itoa(par), func(b *testing.B) {
-			g := benchGroup(b, 2)
+	for _, bc := range []struct {
+		path string
+		par  int
+	}{{"inline", 0}, {"inline", 64}, {"queued", 0}, {"queued", 64}} {
+		b.Run("path="+bc.path+"/parallelism="+strconv.Itoa(bc.par), func(b *testing.B) {
+			par := bc.par
+			g := NewGroup(2, NopLog{}, func() int64 { return 1e18 })
+			if bc.path == "queued" {
+				g.queueOnly()
+			}
+			g.Start()
+			b.Cleanup(g.Stop)
 			ctx := context.Background()
 			keys := make([]string, 1024)
 			for i := range keys {

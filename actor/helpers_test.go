@@ -96,9 +96,20 @@ func (l *fakeLog) records() []wal.Record {
 
 // newGroup starts n partitions and stops them at the end of the test.
 func newGroup(t testing.TB, n int, log Log, clock func() int64) *Group {
-	g := NewGroup(n, log, clock)
+	g := testGroup(n, log, clock)
 	g.Start()
 	t.Cleanup(g.Stop)
+	return g
+}
+
+// testGroup is NewGroup, with every message queued for the partitions'
+// goroutines under ACTOR_QUEUE_ONLY=1 (CI runs the package's tests both
+// ways: callers running idle partitions inline, and never).
+func testGroup(n int, log Log, clock func() int64) *Group {
+	g := NewGroup(n, log, clock)
+	if os.Getenv("ACTOR_QUEUE_ONLY") == "1" {
+		g.queueOnly()
+	}
 	return g
 }
 

@@ -37,6 +37,7 @@ type Partition struct {
 	inbox    []msg
 	spare    []msg
 	busy     bool // a goroutine holds the executor token (see doc.go)
+	queue    bool // never run a sender's message inline (tests, benchmarks)
 	sleeping bool
 	stopped  bool
 	wake     chan struct{}
@@ -89,7 +90,7 @@ func (p *Partition) send(m msg) bool {
 		p.mu.Unlock()
 		return false
 	}
-	if p.busy || len(p.inbox) > 0 {
+	if p.busy || len(p.inbox) > 0 || p.queue {
 		p.inbox = append(p.inbox, m)
 		wake := p.sleeping && !p.busy
 		if wake {

@@ -114,7 +114,7 @@ func TestParkedChainAbortedOnStop(t *testing.T) {
 // ErrClosed for a call it half committed.
 func TestStopMidChainIsAllOrNothing(t *testing.T) {
 	fl := &fakeLog{}
-	g := NewGroup(2, fl, frozen)
+	g := testGroup(2, fl, frozen)
 	g.Start()
 	lim := tokenLim(10)
 	x, y := twoParts(g, lim)
@@ -165,7 +165,7 @@ func stopInFlight(t *testing.T, seed uint64) {
 		workers = 40
 		capac   = 300
 	)
-	g := NewGroup(parts, NopLog{}, frozen)
+	g := testGroup(parts, NopLog{}, frozen)
 	g.Start()
 	lim := tokenLim(capac)
 	var items []Item

@@ -198,7 +198,7 @@ func TestSweepOverCollisions(t *testing.T) {
 // deletion removes it.
 func TestRestoreThenDecide(t *testing.T) {
 	lim := tokenLim(10)
-	g := NewGroup(3, NopLog{}, frozen)
+	g := testGroup(3, NopLog{}, frozen)
 	x := itemFor(g, lim, "n", "x", 2)
 	g.Restore(x.ID, bucket.Hash("n", "x"), st(4), lim, false)
 	y := itemFor(g, lim, "n", "y", 0)

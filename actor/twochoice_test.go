@@ -148,7 +148,7 @@ func TestTwoChoicesStressExact(t *testing.T) {
 // count one decision per call.
 func TestDecideAllAndCount(t *testing.T) {
 	lim := tokenLim(10)
-	g := NewGroup(1, NopLog{}, frozen)
+	g := testGroup(1, NopLog{}, frozen)
 	x := itemFor(g, lim, "n", "x", 0)
 	y := itemFor(g, lim, "n", "y", 0)
 
