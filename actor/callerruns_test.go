@@ -140,11 +140,13 @@ func TestRouteSpread(t *testing.T) {
 	}
 }
 
-// A panic while a caller runs a partition crashes the process, as it would
-// on the partition's goroutine, even if the caller recovers: the partition
-// must not be left held, half-updated, with other callers waiting forever.
+// A panic (or runtime.Goexit) while a caller runs a partition crashes the
+// process, as a panic on the partition's goroutine would, even if the
+// caller recovers: the partition must not be left held, half-updated,
+// with other callers waiting forever.
 func TestPanicOnCallerCrashes(t *testing.T) {
-	if os.Getenv("ACTOR_PANIC_CHILD") == "1" {
+	switch os.Getenv("ACTOR_PANIC_CHILD") {
+	case "panic":
 		g := NewGroup(1, NopLog{}, frozen)
 		func() {
 			defer func() { _ = recover() }()
@@ -152,19 +154,29 @@ func TestPanicOnCallerCrashes(t *testing.T) {
 		}()
 		fmt.Println("the caller recovered and carried on")
 		os.Exit(0)
+	case "goexit":
+		g := NewGroup(1, NopLog{}, frozen)
+		<-async(func() { g.Run(0, func(*Partition) { runtime.Goexit() }) })
+		fmt.Println("the caller exited and the process carried on")
+		os.Exit(0)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestPanicOnCallerCrashes$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "ACTOR_PANIC_CHILD=1")
-	out, err := cmd.CombinedOutput()
-	if err == nil || ctx.Err() != nil {
-		t.Fatalf("child: err %v, ctx %v; want a crash\n%s", err, ctx.Err(), out)
-	}
-	if !strings.Contains(string(out), "ratelimit: partition panicked on a caller's goroutine: boom") {
-		t.Fatalf("child output lacks the crash message:\n%s", out)
-	}
-	if strings.Contains(string(out), "carried on") {
-		t.Fatalf("the caller carried on after the panic:\n%s", out)
+	for _, tc := range []struct{ mode, want string }{
+		{"panic", "ratelimit: partition panicked on a caller's goroutine: boom"},
+		{"goexit", "ratelimit: partition panicked on a caller's goroutine: runtime.Goexit"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), hangTimeout)
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestPanicOnCallerCrashes$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "ACTOR_PANIC_CHILD="+tc.mode)
+		out, err := cmd.CombinedOutput()
+		if err == nil || ctx.Err() != nil {
+			t.Fatalf("%s child: err %v, ctx %v; want a crash\n%s", tc.mode, err, ctx.Err(), out)
+		}
+		cancel()
+		if !strings.Contains(string(out), tc.want) {
+			t.Fatalf("%s child output lacks %q:\n%s", tc.mode, tc.want, out)
+		}
+		if strings.Contains(string(out), "carried on") {
+			t.Fatalf("%s: the process carried on:\n%s", tc.mode, out)
+		}
 	}
 }

@@ -271,7 +271,7 @@ func (g *Group) group(c *Call) {
 func (g *Group) countingSort(c *Call) {
 	var counts [256]int32
 	var starts []int32
-	if len(g.parts) <= len(counts) {
+	if len(g.parts) < len(counts) { // starts has N+1 entries
 		starts = counts[:len(g.parts)+1]
 	} else {
 		starts = make([]int32, len(g.parts)+1)

@@ -104,7 +104,8 @@ func (p *Partition) send(m msg) bool {
 	}
 	p.busy = true
 	p.mu.Unlock()
-	defer crashOnPanic()
+	ran := false
+	defer crashUnlessRan(&ran)
 
 	p.solo[0] = m
 	p.process(p.solo[:])
@@ -130,20 +131,27 @@ func (p *Partition) send(m msg) bool {
 	if wake {
 		p.wake <- struct{}{}
 	}
+	ran = true
 	return true
 }
 
-// crashOnPanic, deferred by a sender running a partition, turns a panic
-// into a crash of the process, as on the partition's own goroutine. A
-// caller's recover (net/http recovers handler panics) must not carry on:
-// the partition would keep its token forever, its state half-updated, and
-// the other callers of the batch would wait forever.
-func crashOnPanic() {
-	if r := recover(); r != nil {
-		stack := debug.Stack()
-		go func() { panic(fmt.Sprintf("ratelimit: partition panicked on a caller's goroutine: %v\n%s", r, stack)) }()
-		select {}
+// crashUnlessRan, deferred by a sender running a partition, turns a panic
+// (or a runtime.Goexit) before *ran is set into a crash of the process, as
+// a panic on the partition's own goroutine would be. A caller's recover
+// (net/http recovers handler panics) must not carry on: the partition
+// would keep its token forever, its state half-updated, and the other
+// callers of the batch would wait forever.
+func crashUnlessRan(ran *bool) {
+	if *ran {
+		return
 	}
+	r := recover()
+	if r == nil {
+		r = "runtime.Goexit"
+	}
+	stack := debug.Stack()
+	go func() { panic(fmt.Sprintf("ratelimit: partition panicked on a caller's goroutine: %v\n%s", r, stack)) }()
+	select {}
 }
 
 // next waits until there are messages and no one else holds the executor
