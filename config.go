@@ -43,9 +43,10 @@ const MaxKeyLen = wal.MaxFieldLen
 const MaxPartitions = 1 << 12
 
 // partitionsPerProc is the default number of partitions per processor
-// (measured, bench keys scenario at 256 callers on 2 processors: 2
-// partitions 0.32x the striped map, 16 0.56x, 64 0.64x; more partitions
-// cut LimitMany, whose requests split into one message per partition).
+// (measured with go run ./bench -partitions N, keys scenario at 256
+// callers on 2 processors: 2 partitions 0.32x the striped map, 16 0.56x,
+// 64 0.64x; more partitions cut LimitMany, whose requests split into one
+// message per partition).
 const partitionsPerProc = 8
 
 // Config describes one limit. The zero value is invalid: Kind, Rate and

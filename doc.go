@@ -13,8 +13,9 @@
 // Buckets live on actor partitions (package actor): each owns its table of
 // states outright and is executed by one goroutine at a time (its own, or
 // a caller that found it idle and decides inline), deciding the requests
-// queued to it in batches, with one clock reading per batch. A request on several buckets that live
-// on different partitions runs an ordered two-phase reservation.
+// queued to it in batches, with one clock reading per batch. A request on
+// several buckets that live on different partitions runs an ordered
+// two-phase reservation.
 //
 // # Durability
 //

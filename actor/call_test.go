@@ -165,19 +165,7 @@ func TestCancelStress(t *testing.T) {
 			for i := 0; i < iters; i++ {
 				k := r.IntN(len(items))
 				c, o := tr.get(takeCall(1, items[k]))
-				ctx, cancel := context.WithCancel(context.Background())
-				switch r.IntN(3) {
-				case 0:
-					cancel()
-				case 1:
-					go cancel()
-				}
-				abandoned, err := g.Decide(ctx, c)
-				cancel()
-				if err != nil {
-					if !abandoned {
-						t.Errorf("one-partition Decide error without abandonment: %v", err)
-					}
+				if decideCancelable(t, g, c, r.IntN(3)) {
 					abandonedN[k].Add(1)
 					tr.done(c, o, true)
 					continue

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,4 +315,38 @@ func (ct *callTracker) dups() (n int) {
 		}
 	}
 	return n
+}
+
+// decideCancelable decides c under a context cancelled before Decide (how
+// 0), while it runs (how 1) or never (how 2). It reports whether Decide
+// returned the context's error, which must come with abandonment: c then
+// belongs to the partitions and must not be released.
+func decideCancelable(t testing.TB, g *Group, c *Call, how int) (ended bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	switch how {
+	case 0:
+		cancel()
+	case 1:
+		go cancel()
+	}
+	abandoned, err := g.Decide(ctx, c)
+	cancel()
+	if err != nil && !abandoned {
+		t.Errorf("Decide error without abandonment: %v", err)
+	}
+	return err != nil
+}
+
+// ackGranted adds each member's count to acked (indexed by its bucket
+// through index) if every member of c was granted.
+func ackGranted(c *Call, index map[BucketID]int, acked []atomic.Int64) {
+	for m := range c.Members {
+		if !c.Members[m].OK {
+			return
+		}
+	}
+	for m := range c.Members {
+		acked[index[c.Items[c.Members[m].A].ID]].Add(int64(c.Members[m].Count))
+	}
 }

@@ -1,7 +1,6 @@
 package actor
 
 import (
-	"context"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -288,30 +287,13 @@ func TestReviewNestedStressDurable(t *testing.T) {
 					if err := c.FirstErr(); err != nil {
 						t.Errorf("chain: %v", err)
 					}
-					all := true
-					for m := range c.Members {
-						all = all && c.Members[m].OK
-					}
-					if all {
-						for m := range c.Members {
-							acked[index[c.Items[c.Members[m].A].ID]].Add(int64(c.Members[m].Count))
-						}
-					}
+					ackGranted(c, index, acked)
 					tr.done(c, o, false)
 					c.Release()
 				case op < 9: // a cancelable one-partition take
 					k := r.IntN(len(items))
 					c, o := tr.get(takeCall(1, items[k]))
-					ctx, cancel := context.WithCancel(context.Background())
-					if r.IntN(2) == 0 {
-						go cancel()
-					}
-					ab, err := g.Decide(ctx, c)
-					cancel()
-					if err != nil {
-						if !ab {
-							t.Errorf("Decide error without abandonment: %v", err)
-						}
+					if decideCancelable(t, g, c, 1+r.IntN(2)) {
 						abandoned[k].Add(1)
 						tr.done(c, o, true)
 						continue

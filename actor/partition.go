@@ -92,14 +92,7 @@ func (p *Partition) send(m msg) bool {
 	}
 	if p.busy || len(p.inbox) > 0 || p.queue {
 		p.inbox = append(p.inbox, m)
-		wake := p.sleeping && !p.busy
-		if wake {
-			p.sleeping = false
-		}
-		p.mu.Unlock()
-		if wake {
-			p.wake <- struct{}{}
-		}
+		p.unlockWaking(p.sleeping && !p.busy) // a holder will see m itself
 		return true
 	}
 	p.busy = true
@@ -123,7 +116,15 @@ func (p *Partition) send(m msg) bool {
 	}
 	p.busy = false
 	// Hand what is left to the goroutine (and let a stopping one exit).
-	wake := p.sleeping && (len(p.inbox) > 0 || p.stopped)
+	p.unlockWaking(p.sleeping && (len(p.inbox) > 0 || p.stopped))
+	ran = true
+	return true
+}
+
+// unlockWaking unlocks p.mu, and if wake, wakes the partition's sleeping
+// goroutine (clearing sleeping under the lock, so one wake is pending at
+// most and the wake channel never blocks).
+func (p *Partition) unlockWaking(wake bool) {
 	if wake {
 		p.sleeping = false
 	}
@@ -131,8 +132,6 @@ func (p *Partition) send(m msg) bool {
 	if wake {
 		p.wake <- struct{}{}
 	}
-	ran = true
-	return true
 }
 
 // crashUnlessRan, deferred by a sender running a partition, turns a panic
@@ -187,12 +186,7 @@ func (p *Partition) next(limit int) []msg {
 func (p *Partition) stop() {
 	p.mu.Lock()
 	p.stopped = true
-	wake := p.sleeping
-	p.sleeping = false
-	p.mu.Unlock()
-	if wake {
-		p.wake <- struct{}{}
-	}
+	p.unlockWaking(p.sleeping)
 	<-p.exited
 }
 

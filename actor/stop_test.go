@@ -202,16 +202,7 @@ func stopInFlight(t *testing.T, seed uint64) {
 					c.Release()
 				case 3:
 					c := takeCall(1, pick())
-					ctx, cancel := context.WithCancel(context.Background())
-					if r.IntN(2) == 0 {
-						go cancel()
-					}
-					abandoned, err := g.Decide(ctx, c)
-					cancel()
-					if err != nil {
-						if !abandoned {
-							t.Errorf("Decide error without abandonment: %v", err)
-						}
+					if decideCancelable(t, g, c, 1+r.IntN(2)) {
 						continue
 					}
 					account(t, c, index, acked)
@@ -271,12 +262,5 @@ func account(t *testing.T, c *Call, index map[BucketID]int, acked []atomic.Int64
 		}
 		return
 	}
-	for m := range c.Members {
-		if !c.Members[m].OK {
-			return
-		}
-	}
-	for m := range c.Members {
-		acked[index[c.Items[c.Members[m].A].ID]].Add(int64(c.Members[m].Count))
-	}
+	ackGranted(c, index, acked)
 }
