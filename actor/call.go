@@ -78,6 +78,7 @@ type Call struct {
 
 	fn        func(*Partition) // for Run
 	ranges    []span
+	now       int64 // a clock reading for the spans the caller runs itself; 0: none
 	scratch   []Item
 	done      chan struct{}
 	remaining atomic.Int32
@@ -123,7 +124,7 @@ func (c *Call) Release() {
 	clear(c.Items) // drop string and limit references
 	clear(c.Members)
 	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
-	c.Atomic, c.fn, c.cancel, c.DecideFn, c.uncounted = false, nil, false, nil, false
+	c.Atomic, c.fn, c.cancel, c.DecideFn, c.uncounted, c.now = false, nil, false, nil, false, 0
 	callPool.Put(c)
 }
 

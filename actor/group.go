@@ -203,6 +203,13 @@ func (g *Group) phase(c *Call, k kind, spans []span) {
 	if len(spans) == 0 {
 		return
 	}
+	if k == kindDecide && len(spans) > 1 {
+		// One clock reading for every span this caller runs itself (a
+		// span queued for a busy partition is decided in its batch, at
+		// that batch's reading).
+		c.now = g.clock()
+		defer func() { c.now = 0 }()
+	}
 	c.begin(len(spans))
 	for _, s := range spans {
 		if !g.parts[s.part].send(msg{call: c, kind: k, lo: s.lo, hi: s.hi}) {

@@ -164,7 +164,9 @@ func (p *Partition) store(it *Item) {
 		p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: it.Lim})
 		rec.Value, rec.TS = it.State.Value, it.State.TS
 	}
-	p.record(it.Hash, rec)
+	if !p.nolog {
+		p.record(it.Hash, rec)
+	}
 	it.wrote = true
 }
 

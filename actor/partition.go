@@ -45,6 +45,7 @@ type Partition struct {
 
 	group     *Group
 	log       Log
+	nolog     bool // log is NopLog (memory mode): no records, no waiters
 	clock     func() int64
 	buckets   table
 	held      map[BucketID]*Call // buckets prepared by a call, until its commit or abort
@@ -63,7 +64,9 @@ type Partition struct {
 }
 
 func newPartition(log Log, clock func() int64) *Partition {
+	_, nolog := log.(NopLog)
 	return &Partition{
+		nolog:   nolog,
 		wake:    make(chan struct{}, 1),
 		exited:  make(chan struct{}),
 		log:     log,
@@ -101,7 +104,7 @@ func (p *Partition) send(m msg) bool {
 	defer crashUnlessRan(&ran)
 
 	p.solo[0] = m
-	p.process(p.solo[:])
+	p.processAt(p.solo[:], m.call.now)
 	p.solo[0] = msg{}
 
 	p.mu.Lock()
@@ -213,8 +216,13 @@ func (p *Partition) run() {
 }
 
 // process decides one batch; only the holder of the executor token calls it.
-func (p *Partition) process(batch []msg) {
-	p.now = p.clock()
+func (p *Partition) process(batch []msg) { p.processAt(batch, 0) }
+
+func (p *Partition) processAt(batch []msg, now int64) {
+	p.now = now
+	if now == 0 {
+		p.now = p.clock()
+	}
 	p.failed = p.log.Err()
 	p.ahead = prefetcher{}
 	p.lastItems = 0
@@ -231,6 +239,14 @@ func (p *Partition) process(batch []msg) {
 // finish when the log calls back. This is the one acknowledgement point.
 func (p *Partition) flush() {
 	if len(p.pending) == 0 {
+		return
+	}
+	if p.nolog {
+		for _, m := range p.pending {
+			m.call.partDone()
+		}
+		clear(p.pending)
+		p.pending = p.pending[:0]
 		return
 	}
 	w := waiterPool.Get().(*batchWaiter)
