@@ -12,7 +12,10 @@
 // bbolt transaction (one Put, one commit with its fsyncs), then calls
 // Committed on every waiter of that commit. Appends that arrive while a
 // commit runs form the next batch, so batches grow with load (pipelining),
-// with no timer. A caller must be acknowledged only after its waiter's
+// with no timer. Before each commit the writer yields while the pending
+// batch still grows (twice at most), so the callers it has just released
+// can append first and share the commit instead of waiting for the next
+// one. A caller must be acknowledged only after its waiter's
 // Committed(nil).
 //
 // Recovery: load the snapshot (package snapshot) tagged with position P,

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -103,6 +104,7 @@ func (l *Log) run() {
 			l.mu.Unlock()
 			return
 		}
+		l.settle()
 		b := l.pending
 		l.pending, l.spare = l.spare, nil
 		l.mu.Unlock()
@@ -112,6 +114,35 @@ func (l *Log) run() {
 		l.mu.Lock()
 		l.spare = b
 		l.mu.Unlock()
+	}
+}
+
+// settleRounds bounds how many times the writer yields before a commit to
+// let the cohort fill (see settle).
+const settleRounds = 2
+
+// settle, called with l.mu held and something pending, yields the
+// processor while the pending cohort still grows, at most settleRounds
+// times. Without it, the writer commits as soon as it has released the
+// previous cohort, so it takes only the few callers that raced in, and
+// the callers it just released wait a whole commit more: commits
+// alternate between a full cohort and a nearly empty one. One yield lets
+// the released callers (runnable, on this processor's queue) decide again
+// and append first. Measured (go run ./bench -scenario keys,reserve
+// -mode durable -baselines "" -callers 16,256,1024, three alternating
+// rounds): durable grants/s at 16 callers 1.6x-2.3x, at 1024 callers
+// 1.0x-1.15x, at 256 0.93x-1.45x; records per commit at 1024 callers
+// ~990 instead of ~470. A caller alone pays one yield that returns at
+// once.
+func (l *Log) settle() {
+	for range settleRounds {
+		n := len(l.pending.waiters)
+		l.mu.Unlock()
+		runtime.Gosched()
+		l.mu.Lock()
+		if len(l.pending.waiters) == n {
+			return
+		}
 	}
 }
 
