@@ -118,8 +118,12 @@ func (l *Log) run() {
 }
 
 // settleRounds bounds how many times the writer yields before a commit to
-// let the cohort fill (see settle).
-const settleRounds = 2
+// let the cohort fill, and settleBytes is a pending batch big enough not
+// to wait at all (see settle).
+const (
+	settleRounds = 2
+	settleBytes  = 128 << 10
+)
 
 // settle, called with l.mu held and something pending, yields the
 // processor while the pending cohort still grows, at most settleRounds
@@ -133,9 +137,16 @@ const settleRounds = 2
 // rounds): durable grants/s at 16 callers 1.6x-2.3x, at 1024 callers
 // 1.0x-1.15x, at 256 0.93x-1.45x; records per commit at 1024 callers
 // ~990 instead of ~470. A caller alone pays one yield that returns at
-// once.
+// once. A batch of settleBytes or more commits at once: its fsyncs are
+// well amortized already, and holding it only idles the disk while the
+// processors work (LimitMany at 1024 callers commits ~1 MiB at a time,
+// and settling cost it 14% there: 1.16M against 1.35M decisions/s,
+// medians of five alternating runs; with the bound, 1.24M-1.47M).
 func (l *Log) settle() {
 	for range settleRounds {
+		if len(l.pending.buf) >= settleBytes {
+			return
+		}
 		n := len(l.pending.waiters)
 		l.mu.Unlock()
 		runtime.Gosched()
