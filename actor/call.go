@@ -84,6 +84,8 @@ type Call struct {
 	remaining atomic.Int32
 	state     atomic.Int32
 	cancel    bool // a single-message call: may be abandoned
+	oneMsg    bool // sent as one message: its waiter is w (see msgWaiter)
+	w         msgWaiter
 	uncounted bool // a step of another call: not a decision of its own
 }
 
@@ -124,7 +126,7 @@ func (c *Call) Release() {
 	clear(c.Items) // drop string and limit references
 	clear(c.Members)
 	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
-	c.Atomic, c.fn, c.cancel, c.DecideFn, c.uncounted, c.now = false, nil, false, nil, false, 0
+	c.Atomic, c.fn, c.cancel, c.DecideFn, c.uncounted, c.now, c.oneMsg = false, nil, false, nil, false, 0, false
 	callPool.Put(c)
 }
 

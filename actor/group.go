@@ -127,14 +127,17 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 		// Cancelable only if ctx can end: otherwise the partition need not
 		// claim the call (a compare-and-swap on a line the caller wrote).
 		c.cancel = ctx.Done() != nil
+		c.oneMsg = true // one message, so one waiter at a time: c.w
 		c.begin(1)
 		if !g.parts[c.Items[0].Part].send(msg{call: c, kind: kindDecide, hi: int32(len(c.Items))}) {
 			g.failAll(c)
+			c.oneMsg = false
 			return false, nil
 		}
 		if err := c.wait(ctx); err != nil {
 			return true, err
 		}
+		c.oneMsg = false
 		return false, nil
 	}
 	if !c.Atomic {

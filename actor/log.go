@@ -24,20 +24,37 @@ type batchWaiter struct{ msgs []msg }
 
 var waiterPool = sync.Pool{New: func() any { return new(batchWaiter) }}
 
-// Committed marks the written items of every message with err (if any) and
-// finishes the messages.
+// Committed finishes every message (see written).
 func (w *batchWaiter) Committed(err error) {
 	for _, m := range w.msgs {
-		if err != nil {
-			for i := m.lo; i < m.hi; i++ {
-				if it := &m.call.Items[i]; it.wrote {
-					it.Err = err
-				}
-			}
-		}
-		m.call.partDone()
+		written(m, err)
 	}
 	clear(w.msgs)
 	w.msgs = w.msgs[:0]
 	waiterPool.Put(w)
+}
+
+// msgWaiter is the waiter of a call sent as one message (Call.oneMsg),
+// kept in the call itself: such a call has one waiter at a time, so the
+// commongest decision needs no pooled batch waiter (a sync.Pool Get that
+// the writer's Put, on another processor, leaves empty: ~5% of the CPU of
+// durable Limit calls at 1024 callers).
+type msgWaiter struct{ m msg }
+
+func (w *msgWaiter) Committed(err error) {
+	m := w.m
+	w.m = msg{}
+	written(m, err) // may recycle the call, and w with it: last
+}
+
+// written marks m's written items with err (if any) and finishes m.
+func written(m msg, err error) {
+	if err != nil {
+		for i := m.lo; i < m.hi; i++ {
+			if it := &m.call.Items[i]; it.wrote {
+				it.Err = err
+			}
+		}
+	}
+	m.call.partDone()
 }

@@ -249,8 +249,15 @@ func (p *Partition) flush() {
 		p.pending = p.pending[:0]
 		return
 	}
-	w := waiterPool.Get().(*batchWaiter)
-	w.msgs = append(w.msgs, p.pending...)
+	var w wal.Waiter
+	if m := p.pending[0]; len(p.pending) == 1 && m.call.oneMsg {
+		m.call.w.m = m
+		w = &m.call.w
+	} else {
+		bw := waiterPool.Get().(*batchWaiter)
+		bw.msgs = append(bw.msgs, p.pending...)
+		w = bw
+	}
 	clear(p.pending)
 	p.pending = p.pending[:0]
 	p.log.Append(p.recs, w)
