@@ -16,7 +16,9 @@
 // the clock once for the whole batch, and decides each message with the pure
 // arithmetic of package bucket. (An independent call over several
 // partitions, LimitMany, reads the clock once for all the spans its caller
-// runs itself, below; a clock read costs about as much as a decision here.)
+// runs itself, below, unless a partition has used a later reading since:
+// a partition's readings never go backwards. A clock read costs about as
+// much as a decision here.)
 //
 // In memory mode (NopLog) a partition builds no log records and finishes a
 // writing message as soon as its batch is done, instead of through a

@@ -164,9 +164,7 @@ func (p *Partition) store(it *Item) {
 		p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: it.Lim})
 		rec.Value, rec.TS = it.State.Value, it.State.TS
 	}
-	if !p.nolog {
-		p.record(it.Hash, rec)
-	}
+	p.record(it.Hash, rec)
 	it.wrote = true
 }
 
@@ -206,6 +204,9 @@ func writes(c *Call) bool {
 // stale or colliding slot is caught by comparing the ids, and then r is
 // simply appended.
 func (p *Partition) record(h uint64, r wal.Record) {
+	if p.nolog {
+		return // memory mode: no log, and flush never clears recs
+	}
 	slot := &p.recSlot[h%uint64(len(p.recSlot))]
 	if i := int(*slot); i < len(p.recs) {
 		if old := &p.recs[i]; old.Shard == r.Shard && old.Key == r.Key && old.Name == r.Name {

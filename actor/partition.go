@@ -54,6 +54,7 @@ type Partition struct {
 	rerun     bool               // wakeParked is running a parked message
 	failed    error              // the log's error, read once per batch
 	now       int64              // the batch's clock reading
+	last      int64              // the latest reading any batch (or sweep) here used
 	recs      []wal.Record       // this batch's records
 	recSlot   [256]int32         // by table hash: a record of this batch to replace (see record)
 	pending   []msg              // this batch's messages that wrote records
@@ -215,14 +216,21 @@ func (p *Partition) run() {
 	}
 }
 
-// process decides one batch; only the holder of the executor token calls it.
+// process decides one batch at a new clock reading; only the holder of the
+// executor token calls it.
 func (p *Partition) process(batch []msg) { p.processAt(batch, 0) }
 
+// processAt is process at now, a reading its caller took earlier (see
+// Call.now), unless a batch or sweep here has used a later one since: a
+// partition's readings never go backwards, or a bucket dropped as full at
+// a later reading (absent means full) could come back fresh at an earlier
+// one, and the refill between the two would be counted twice.
 func (p *Partition) processAt(batch []msg, now int64) {
-	p.now = now
-	if now == 0 {
-		p.now = p.clock()
+	if now == 0 || now < p.last {
+		now = p.clock()
 	}
+	p.now = now
+	p.last = max(p.last, now)
 	p.failed = p.log.Err()
 	p.ahead = prefetcher{}
 	p.lastItems = 0

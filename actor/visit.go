@@ -13,6 +13,7 @@ func (p *Partition) Len() int { return p.buckets.len() }
 // others, if visit is not nil. It returns how many it dropped. Buckets of an
 // unknown limit (recovered, never touched since) are kept.
 func (p *Partition) Sweep(now int64, visit func(BucketID, bucket.State)) (dropped int) {
+	p.last = max(p.last, now) // see processAt
 	t := &p.buckets
 	// Deleting an entry whose hash has overflow entries promotes one of
 	// them, which the scan may or may not visit: with overflow entries
