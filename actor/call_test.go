@@ -138,14 +138,22 @@ func TestCancelWhileParked(t *testing.T) {
 // moments. With a frozen clock, what the buckets lost is at least what
 // was acknowledged and at most that plus the abandoned calls; no Call is
 // ever handed out while still in use (double release / use after release).
+// In memory mode a call finishes with its batch; with a log it finishes
+// through its waiter (kept in the call: msgWaiter), possibly after its
+// caller abandoned it.
 func TestCancelStress(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { cancelStress(t, NopLog{}) })
+	t.Run("log", func(t *testing.T) { cancelStress(t, newAsyncLog(t)) })
+}
+
+func cancelStress(t *testing.T, log Log) {
 	const (
 		parts   = 2
 		workers = 32
 		iters   = 300
 		capac   = 1e6
 	)
-	g := newGroup(t, parts, NopLog{}, frozen)
+	g := newGroup(t, parts, log, frozen)
 	lim := tokenLim(capac)
 	var items []Item
 	for p := int32(0); p < parts; p++ {
