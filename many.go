@@ -30,6 +30,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 	defer manyPool.Put(sc)
 	sc.reset(l.group.N())
 	sharded := false
+	sc.touch = touchKeys(rs)
 	var d *limitDef // the previous request's limit: batches mostly repeat one
 	for i := range rs {
 		r := &rs[i]
@@ -111,12 +112,26 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 	return out
 }
 
+// touchKeys loads the first byte of every key, and returns them summed so
+// the loads are kept: the keys' cache misses then overlap, instead of
+// each hash below waiting for its own (a million keys do not stay
+// cached; the hash was ~11% of a LimitMany of 64 at one caller).
+func touchKeys(rs []Request) (sum byte) {
+	for i := range rs {
+		if k := rs[i].Key; len(k) > 0 {
+			sum += k[0]
+		}
+	}
+	return sum
+}
+
 // manyScratch is LimitMany's per-call working memory, pooled.
 type manyScratch struct {
-	hash []uint64
-	part []int32
-	req  []int32 // request index of each member
-	next []int32 // per partition: the next free item index
+	touch byte // touchKeys' sum, kept so the loads are not dropped
+	hash  []uint64
+	part  []int32
+	req   []int32 // request index of each member
+	next  []int32 // per partition: the next free item index
 }
 
 var manyPool = sync.Pool{New: func() any { return new(manyScratch) }}
