@@ -172,19 +172,7 @@ func cancelStress(t *testing.T, log Log) {
 			r := rand.New(rand.NewPCG(seed, 7))
 			for i := 0; i < iters; i++ {
 				k := r.IntN(len(items))
-				c, o := tr.get(takeCall(1, items[k]))
-				if decideCancelable(t, g, c, r.IntN(3)) {
-					abandonedN[k].Add(1)
-					tr.done(c, o, true)
-					continue
-				}
-				if e := c.FirstErr(); e != nil {
-					t.Errorf("item error: %v", e)
-				} else if c.Members[0].OK {
-					acked[k].Add(1)
-				}
-				tr.done(c, o, false)
-				c.Release()
+				trackedTake(t, g, &tr, items[k], r.IntN(3), &acked[k], &abandonedN[k])
 			}
 		}(uint64(w))
 	}

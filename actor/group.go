@@ -209,9 +209,8 @@ func (g *Group) phase(c *Call, k kind, spans []span) {
 	if k == kindDecide && len(spans) > 1 {
 		// One clock reading for every span this caller runs itself (a
 		// span queued for a busy partition is decided in its batch, at
-		// that batch's reading).
+		// that batch's reading). Only send reads it, below.
 		c.now = g.clock()
-		defer func() { c.now = 0 }()
 	}
 	c.begin(len(spans))
 	for _, s := range spans {
@@ -225,6 +224,7 @@ func (g *Group) phase(c *Call, k kind, spans []span) {
 			c.partDone()
 		}
 	}
+	c.now = 0
 	<-c.done
 }
 

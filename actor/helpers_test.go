@@ -338,6 +338,26 @@ func decideCancelable(t testing.TB, g *Group, c *Call, how int) (ended bool) {
 	return err != nil
 }
 
+// trackedTake takes one token of it under decideCancelable(how), with c
+// tracked by tr, and counts the outcome: one in abandoned if the caller
+// gave the call up, one in acked if it was granted.
+func trackedTake(t testing.TB, g *Group, tr *callTracker, it Item, how int, acked, abandoned *atomic.Int64) {
+	t.Helper()
+	c, o := tr.get(takeCall(1, it))
+	if decideCancelable(t, g, c, how) {
+		abandoned.Add(1)
+		tr.done(c, o, true)
+		return
+	}
+	if err := c.FirstErr(); err != nil {
+		t.Errorf("take: %v", err)
+	} else if c.Members[0].OK {
+		acked.Add(1)
+	}
+	tr.done(c, o, false)
+	c.Release()
+}
+
 // ackGranted adds each member's count to acked (indexed by its bucket
 // through index) if every member of c was granted.
 func ackGranted(c *Call, index map[BucketID]int, acked []atomic.Int64) {

@@ -292,19 +292,7 @@ func TestReviewNestedStressDurable(t *testing.T) {
 					c.Release()
 				case op < 9: // a cancelable one-partition take
 					k := r.IntN(len(items))
-					c, o := tr.get(takeCall(1, items[k]))
-					if decideCancelable(t, g, c, 1+r.IntN(2)) {
-						abandoned[k].Add(1)
-						tr.done(c, o, true)
-						continue
-					}
-					if err := c.FirstErr(); err != nil {
-						t.Errorf("take: %v", err)
-					} else if c.Members[0].OK {
-						acked[k].Add(1)
-					}
-					tr.done(c, o, false)
-					c.Release()
+					trackedTake(t, g, &tr, items[k], 1+r.IntN(2), &acked[k], &abandoned[k])
 				default:
 					g.Run(r.IntN(parts), func(p *Partition) { p.Sweep(t0, nil) })
 				}
