@@ -27,6 +27,11 @@ const (
 	crashChildEnv = "RATELIMIT_CRASH_CHILD"
 	crashWorkers  = 48
 	crashCap      = 1e12
+	// Every crashManyEvery-th worker calls LimitMany with crashMany
+	// one-token requests instead, so that log batches are large enough to
+	// be stored in chunks (wal/chunk.go) when the kill lands.
+	crashManyEvery = 8
+	crashMany      = 2000
 )
 
 var crashKeys = []string{"a", "b", "c", "d"}
@@ -75,6 +80,9 @@ func TestCrashChild(t *testing.T) {
 	for i := 0; i < crashWorkers; i++ {
 		go func(i int) {
 			r := rand.New(rand.NewPCG(uint64(i), uint64(os.Getpid())))
+			if i%crashManyEvery == 0 {
+				crashManyWorker(l, report)
+			}
 			for {
 				key := crashKeys[r.IntN(len(crashKeys))]
 				n := float64(1 + r.IntN(3))
@@ -96,6 +104,42 @@ func TestCrashChild(t *testing.T) {
 		}(i)
 	}
 	select {}
+}
+
+// crashManyKeys are the keys of crashManyWorker's requests: one each per
+// call, so that its records are distinct buckets.
+var crashManyKeys = func() []string {
+	keys := make([]string, crashMany)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("m%04d", i)
+	}
+	return keys
+}()
+
+// crashManyWorker calls LimitMany forever, one token on every key of
+// crashManyKeys, and reports each call's grants in one write.
+func crashManyWorker(l *Limiter, report func(string)) {
+	rs := make([]Request, crashMany)
+	for i, k := range crashManyKeys {
+		rs[i] = Request{Name: "key", Key: k, Count: 1}
+	}
+	var out []Decision
+	var lines strings.Builder
+	for {
+		out = l.LimitMany(context.Background(), rs, out[:0])
+		lines.Reset()
+		for i, d := range out {
+			if d.Err == nil && d.OK {
+				if lines.Len() > 0 {
+					lines.WriteByte('\n')
+				}
+				fmt.Fprintf(&lines, "key %s 1", rs[i].Key)
+			}
+		}
+		if lines.Len() > 0 {
+			report(lines.String())
+		}
+	}
 }
 
 func TestCrashRecovery(t *testing.T) {
@@ -158,9 +202,10 @@ func TestCrashRecovery(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}
-		// In flight at the kill: at most one request (of at most 3 tokens)
-		// per worker per round, on any one bucket.
-		slack := float64(crashWorkers * 3 * (round + 1))
+		// In flight at the kill: at most one call per worker per round, on
+		// any one bucket: a request of at most 3 tokens, or a LimitMany.
+		many := (crashWorkers + crashManyEvery - 1) / crashManyEvery
+		slack := float64((crashWorkers*3 + many*crashMany) * (round + 1))
 		check := func(name, key string) {
 			v := mustValue(t, l, name, key)
 			used := crashCap - v
@@ -172,13 +217,14 @@ func TestCrashRecovery(t *testing.T) {
 				t.Errorf("round %d: %s/%s counts %v tokens, acknowledged %v, more than in flight", round, name, key, used, want)
 			}
 		}
-		for _, k := range crashKeys {
+		for _, k := range append(crashKeys, crashManyKeys...) {
 			check("key", k)
 		}
 		check("global", "")
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("round %d: killed after %v, %d acknowledged grants so far %v", round, killAfter, lines, acked)
+		t.Logf("round %d: killed after %v, %d acknowledged grant lines so far; global %v, key/a %v, key/m0000 %v tokens",
+			round, killAfter, lines, acked["global/"], acked["key/a"], acked["key/m0000"])
 	}
 }

@@ -52,15 +52,26 @@
 // Two Logs on one file exclude each other with bbolt's flock, also within
 // one process: the second Open fails with ErrLocked after LockTimeout.
 //
-// # On-disk format (FormatVersion 1)
+// # On-disk format (FormatVersion 2)
 //
 // One bbolt file. Top-level buckets owned by this package:
 //
 //	"meta"  "magic"     -> Magic ("seed7fbd42b6/ratelimit/wal", ASCII)
-//	        "version"   -> FormatVersion, uint32 big-endian (1)
+//	        "version"   -> FormatVersion, uint32 big-endian (2)
 //	        "truncated" -> uint64 big-endian: the highest sequence number
 //	                       TruncateTx ever dropped (absent until then)
-//	"log"   seq (uint64 big-endian, 1, 2, 3, ...) -> one batch (below)
+//	"log"   seq (uint64 big-endian, 1, 2, 3, ...) -> one batch (below),
+//	        or its first chunk
+//	        seq ++ i (uint32 big-endian, i = 1, 2, ...) -> chunk i of batch seq
+//
+// A batch larger than 4 pages is cut into chunks of about half a page,
+// which concatenated in key order are the batch; smaller batches are one
+// value. (bbolt keeps at least two entries per leaf, so a large single
+// value would share an overflow leaf with earlier batches, and every commit
+// would copy and write them again: see chunk.go.) Version 1 had no chunks;
+// Open marks a version 1 file version 2. Replay rejects, with ErrCorrupt,
+// a key of any other shape, a chunk without its batch's first value, and
+// a missing chunk.
 //
 // The log bucket is written with FillPercent 1.0 (keys only grow). The
 // position after Open is max(last log key, "truncated"), so sequence

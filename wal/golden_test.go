@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -11,8 +12,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The golden files pin format version 1. Regenerate (only when the format
-// version changes) with: WAL_GOLDEN=1 go test -run Golden ./wal/
+// The golden files pin the batch encoding (batch-v1.bin, BatchVersion 1)
+// and each file format version (v<N>.db, TestGoldenDB). Regenerate with
+// WAL_GOLDEN=1 go test -run Golden ./wal/ (only when a version changes).
 var regenerate = os.Getenv("WAL_GOLDEN") == "1"
 
 func goldenRecords() [][]Record {
@@ -56,16 +58,35 @@ func TestGoldenBatch(t *testing.T) {
 	}
 }
 
-// testdata/v1.db: three batches (goldenRecords), then truncated up to 1.
+// testdata/v<N>.db is a log written by format version N: goldenDB(N)'s
+// batches, then truncated up to 1. Version 2's last batch is large enough
+// to be stored in chunks. Every later version must open each file and
+// replay the same records. Regenerate (only the current version's file,
+// when the format version changes) with: WAL_GOLDEN=1 go test -run Golden ./wal/
+func goldenDB(version int) [][]Record {
+	batches := goldenRecords()
+	if version >= 2 {
+		batches = append(batches, bigBatch("golden", 1000))
+	}
+	return batches
+}
+
 func TestGoldenDB(t *testing.T) {
-	golden := filepath.Join("testdata", "v1.db")
-	if regenerate {
+	for version := 1; version <= FormatVersion; version++ {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) { checkGoldenDB(t, version) })
+	}
+}
+
+func checkGoldenDB(t *testing.T, version int) {
+	golden := filepath.Join("testdata", fmt.Sprintf("v%d.db", version))
+	batches := goldenDB(version)
+	if regenerate && version == FormatVersion {
 		os.Remove(golden)
 		l, err := Open(golden, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, recs := range goldenRecords() {
+		for _, recs := range batches {
 			appendWait(t, l, recs...)
 		}
 		if err := l.DB().Update(func(tx *bolt.Tx) error { return l.TruncateTx(tx, 1) }); err != nil {
@@ -75,13 +96,20 @@ func TestGoldenDB(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "v1.db")
+	path := filepath.Join(t.TempDir(), "golden.db")
 	copyFile(t, golden, path)
 	l := mustOpen(t, path, Options{})
-	if l.Position() != 3 {
-		t.Fatalf("position %d, want 3", l.Position())
+	last := uint64(len(batches))
+	if l.Position() != last {
+		t.Fatalf("position %d, want %d", l.Position(), last)
 	}
-	want := append(goldenRecords()[1], goldenRecords()[2]...)
+	if version >= 2 && len(logKeys(t, l)) <= len(batches)-1 {
+		t.Fatalf("no chunked batch in %s", golden)
+	}
+	var want []Record
+	for _, recs := range batches[1:] {
+		want = append(want, recs...)
+	}
 	got := replayAll(t, l, 0)
 	if len(got) != len(want) {
 		t.Fatalf("replayed %d records, want %d", len(got), len(want))
@@ -92,8 +120,8 @@ func TestGoldenDB(t *testing.T) {
 		}
 	}
 	appendWait(t, l, Record{Name: "next"})
-	if l.Position() != 4 {
-		t.Fatalf("position after append %d, want 4", l.Position())
+	if l.Position() != last+1 {
+		t.Fatalf("position after append %d, want %d", l.Position(), last+1)
 	}
 }
 

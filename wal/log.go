@@ -51,12 +51,14 @@ type Log struct {
 	wake    chan struct{} // 1-buffered: pending became non-empty, or closing
 	done    chan struct{} // closed when the writer exits
 
-	seq     uint64 // last sequence number used; writer goroutine only
-	key     [8]byte
-	failure atomic.Pointer[error] // sticky commit error
-	pos     atomic.Uint64
-	written atomic.Int64
-	stats   statCounters
+	seq      uint64                // last sequence number used; writer goroutine only
+	key      [chunkKeyLen]byte     // writer goroutine only
+	pageSize int                   // the file's page size
+	chunk    int                   // chunkSize(pageSize)
+	failure  atomic.Pointer[error] // sticky commit error
+	pos      atomic.Uint64
+	written  atomic.Int64
+	stats    statCounters
 
 	closeOnce sync.Once
 	closeErr  error
@@ -90,6 +92,8 @@ func Open(path string, opts Options) (*Log, error) {
 		done:    make(chan struct{}),
 		seq:     last,
 	}
+	l.pageSize = db.Info().PageSize
+	l.chunk = chunkSize(l.pageSize)
 	l.pos.Store(last)
 	logger.Debug("wal: opened", "path", path, "position", last)
 	go l.run()

@@ -9,8 +9,11 @@ import (
 )
 
 // FormatVersion is the version of the file layout (buckets and keys)
-// stored in the meta bucket.
-const FormatVersion = 1
+// stored in the meta bucket. Version 2 added chunked batches (chunk.go);
+// a version 1 file is a version 2 file without them, and Open marks it
+// version 2 so that builds reading only version 1 refuse it (ErrVersion)
+// instead of misreading chunk keys as corruption.
+const FormatVersion = 2
 
 // Magic identifies a file written by this package.
 const Magic = "seed7fbd42b6/ratelimit/wal"
@@ -24,9 +27,10 @@ var (
 )
 
 // initMeta creates the meta and log buckets in a new (empty) file, or
-// validates them in an existing one, and returns the log position.
+// validates them in an existing one (upgrading its version), and returns
+// the log position.
 func initMeta(db *bolt.DB) (last uint64, err error) {
-	fresh := false
+	fresh, old := false, false
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(metaBucket)
 		if meta == nil {
@@ -37,9 +41,11 @@ func initMeta(db *bolt.DB) (last uint64, err error) {
 			fresh = true
 			return nil
 		}
-		if err := checkMeta(meta); err != nil {
+		ver, err := checkMeta(meta)
+		if err != nil {
 			return err
 		}
+		old = ver < FormatVersion
 		lb := tx.Bucket(logBucket)
 		if lb == nil {
 			return fmt.Errorf("%w: log bucket missing", ErrCorrupt)
@@ -47,8 +53,15 @@ func initMeta(db *bolt.DB) (last uint64, err error) {
 		last, err = position(meta, lb)
 		return err
 	})
-	if err != nil || !fresh {
-		return last, err
+	switch {
+	case err != nil:
+		return 0, err
+	case old:
+		return last, db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(metaBucket).Put(versionKey, binary.BigEndian.AppendUint32(nil, FormatVersion))
+		})
+	case !fresh:
+		return last, nil
 	}
 	return 0, db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucket(metaBucket)
@@ -67,21 +80,24 @@ func initMeta(db *bolt.DB) (last uint64, err error) {
 
 var errStop = errors.New("stop")
 
-func checkMeta(meta *bolt.Bucket) error {
+// checkMeta validates the meta bucket and returns the file's format
+// version (1 or 2).
+func checkMeta(meta *bolt.Bucket) (uint32, error) {
 	if string(meta.Get(magicKey)) != Magic {
-		return fmt.Errorf("%w: wrong magic %q", ErrCorrupt, meta.Get(magicKey))
+		return 0, fmt.Errorf("%w: wrong magic %q", ErrCorrupt, meta.Get(magicKey))
 	}
 	v := meta.Get(versionKey)
 	if len(v) != 4 {
-		return fmt.Errorf("%w: bad format version", ErrCorrupt)
+		return 0, fmt.Errorf("%w: bad format version", ErrCorrupt)
 	}
 	switch ver := binary.BigEndian.Uint32(v); {
 	case ver > FormatVersion:
-		return fmt.Errorf("%w: file format %d, this build reads %d", ErrVersion, ver, FormatVersion)
-	case ver != FormatVersion:
-		return fmt.Errorf("%w: file format %d", ErrCorrupt, ver)
+		return 0, fmt.Errorf("%w: file format %d, this build reads %d", ErrVersion, ver, FormatVersion)
+	case ver == 0:
+		return 0, fmt.Errorf("%w: file format %d", ErrCorrupt, ver)
+	default:
+		return ver, nil
 	}
-	return nil
 }
 
 // position is the larger of the last log key and the truncation mark.
@@ -94,10 +110,11 @@ func position(meta, lb *bolt.Bucket) (uint64, error) {
 		last = binary.BigEndian.Uint64(t)
 	}
 	if k, _ := lb.Cursor().Last(); k != nil {
-		if len(k) != 8 {
-			return 0, fmt.Errorf("%w: bad log key %x", ErrCorrupt, k)
+		seq, _, err := parseLogKey(k)
+		if err != nil {
+			return 0, err
 		}
-		last = max(last, binary.BigEndian.Uint64(k))
+		last = max(last, seq)
 	}
 	return last, nil
 }

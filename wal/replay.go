@@ -26,18 +26,19 @@ func (l *Log) Replay(after uint64, fn func(Record) error) (err error) {
 		c := tx.Bucket(logBucket).Cursor()
 		var start [8]byte
 		binary.BigEndian.PutUint64(start[:], after+1)
-		var prev uint64
-		for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
-			if len(k) != 8 {
-				return fmt.Errorf("%w: log key %x is not a sequence number", ErrCorrupt, k)
-			}
-			seq := binary.BigEndian.Uint64(k)
+		var (
+			a    assembler
+			prev uint64
+		)
+		// emit decodes the assembled batch and hands its records to fn.
+		emit := func() error {
+			seq, batch := a.take()
 			if prev != 0 && seq != prev+1 {
 				return fmt.Errorf("%w: log batch %d follows %d", ErrCorrupt, seq, prev)
 			}
 			prev = seq
 			fnErr := error(nil)
-			err := DecodeBatch(v, func(r Record) error {
+			err := DecodeBatch(batch, func(r Record) error {
 				inFn = true
 				fnErr = fn(r)
 				inFn = false
@@ -49,6 +50,24 @@ func (l *Log) Replay(after uint64, fn func(Record) error) (err error) {
 			if err != nil {
 				return fmt.Errorf("wal: log batch %d: %w", seq, err)
 			}
+			return nil
+		}
+		for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
+			seq, chunk, err := parseLogKey(k)
+			if err != nil {
+				return err
+			}
+			if a.open() && (chunk == 0 || seq != a.seq) {
+				if err := emit(); err != nil {
+					return err
+				}
+			}
+			if err := a.add(seq, chunk, v); err != nil {
+				return err
+			}
+		}
+		if a.open() {
+			return emit()
 		}
 		return nil
 	})
@@ -78,10 +97,11 @@ func (l *Log) TruncateTx(tx *bolt.Tx, upTo uint64) error {
 	// Re-seek after each Delete: a bbolt cursor may skip an item when
 	// Next follows Delete.
 	for k, _ := c.First(); k != nil; k, _ = c.First() {
-		if len(k) != 8 {
-			return fmt.Errorf("%w: log key %x is not a sequence number", ErrCorrupt, k)
+		seq, _, err := parseLogKey(k)
+		if err != nil {
+			return err
 		}
-		if binary.BigEndian.Uint64(k) > upTo {
+		if seq > upTo {
 			break
 		}
 		if err := c.Delete(); err != nil {

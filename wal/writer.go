@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -173,8 +172,7 @@ func (l *Log) commit(b *pendingBatch) error {
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		lb := tx.Bucket(logBucket)
 		lb.FillPercent = 1.0
-		binary.BigEndian.PutUint64(l.key[:], seq)
-		if err := lb.Put(l.key[:], b.buf); err != nil {
+		if err := l.putBatch(lb, seq, b.buf); err != nil {
 			return err
 		}
 		if l.opts.BeforeCommit != nil {
