@@ -42,13 +42,24 @@ func chunkSize(pageSize int) int {
 	return max((pageSize-leafPageHeader)/2-leafElemHeader-chunkKeyLen, 64)
 }
 
-// putBatch stores batch as log entry seq in lb (see above). The values
-// alias batch, which must stay unchanged until the transaction commits.
-func (l *Log) putBatch(lb *bolt.Bucket, seq uint64, batch []byte) error {
+// putBatch stores batch as log entry seq in tx (see above), marking the
+// file version 2 in the same transaction if this is its first chunked
+// batch. The values alias batch, which must stay unchanged until the
+// transaction commits. If the transaction then fails, the log has failed
+// for good, so l.version running ahead of the file does no harm.
+func (l *Log) putBatch(tx *bolt.Tx, seq uint64, batch []byte) error {
+	lb := tx.Bucket(logBucket)
+	lb.FillPercent = 1.0
 	k := l.key[:]
 	binary.BigEndian.PutUint64(k, seq)
 	if len(batch) <= chunkOver*l.pageSize {
 		return lb.Put(k[:seqKeyLen], batch)
+	}
+	if l.version < chunkedVersion {
+		if err := putVersion(tx.Bucket(metaBucket), chunkedVersion); err != nil {
+			return err
+		}
+		l.version = chunkedVersion
 	}
 	if err := lb.Put(k[:seqKeyLen], batch[:l.chunk]); err != nil {
 		return err
@@ -73,6 +84,9 @@ func parseLogKey(k []byte) (seq uint64, chunk uint32, err error) {
 		if chunk = binary.BigEndian.Uint32(k[seqKeyLen:]); chunk != 0 {
 			return binary.BigEndian.Uint64(k), chunk, nil
 		}
+	}
+	if len(k) >= seqKeyLen {
+		return 0, 0, fmt.Errorf("%w: log key %x (batch %d) is not a batch key", ErrCorrupt, k, binary.BigEndian.Uint64(k))
 	}
 	return 0, 0, fmt.Errorf("%w: log key %x is not a batch key", ErrCorrupt, k)
 }

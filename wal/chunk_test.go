@@ -199,30 +199,33 @@ func chunkKey(seq uint64, i uint32) []byte {
 	return binary.BigEndian.AppendUint32(k, i)
 }
 
-func TestOpenMarksAVersion1FileVersion2(t *testing.T) {
+// A file is version 1 until the commit of its first chunked batch marks it
+// version 2, so that a build reading only version 1 can still open it.
+func TestFirstChunkedBatchMarksTheFileVersion2(t *testing.T) {
 	path := tempPath(t)
 	l := mustOpen(t, path, Options{})
-	appendWait(t, l, Record{Name: "v1"})
-	err := l.DB().Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(metaBucket).Put(versionKey, binary.BigEndian.AppendUint32(nil, 1))
-	})
-	if err != nil {
-		t.Fatal(err)
+	appendWait(t, l, Record{Name: "small"})
+	if v := metaVersion(t, l); v != 1 {
+		t.Fatalf("new file without chunks is version %d, want 1", v)
 	}
 	l.Close()
 
 	l = mustOpen(t, path, Options{})
-	var ver uint32
-	if err := l.DB().View(func(tx *bolt.Tx) error {
-		ver = binary.BigEndian.Uint32(tx.Bucket(metaBucket).Get(versionKey))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	if v := metaVersion(t, l); v != 1 {
+		t.Fatalf("reopened file without chunks is version %d, want 1", v)
 	}
-	if ver != FormatVersion || FormatVersion != 2 {
-		t.Fatalf("version %d after Open, want %d (FormatVersion %d)", ver, 2, FormatVersion)
+	appendWait(t, l, bigBatch("big", 2000)...)
+	if v := metaVersion(t, l); v != chunkedVersion || FormatVersion != chunkedVersion {
+		t.Fatalf("version %d after a chunked batch, want %d (FormatVersion %d)", v, chunkedVersion, FormatVersion)
 	}
-	if got := replayAll(t, l, 0); len(got) != 1 || got[0].Name != "v1" {
-		t.Fatalf("replayed %+v", got)
+	appendWait(t, l, bigBatch("big2", 2000)...)
+	l.Close()
+
+	l = mustOpen(t, path, Options{})
+	if v := metaVersion(t, l); v != chunkedVersion {
+		t.Fatalf("reopened version %d, want %d", v, chunkedVersion)
+	}
+	if got := replayAll(t, l, 0); len(got) != 1+2000+2000 || got[0].Name != "small" {
+		t.Fatalf("replayed %d records", len(got))
 	}
 }

@@ -9,14 +9,14 @@
 // Log.Append once per batch of decisions; Append encodes the records into
 // the pending batch at once and never waits for the disk. One writer
 // goroutine takes everything pending, writes it as ONE log entry in ONE
-// bbolt transaction (one Put, one commit with its fsyncs), then calls
-// Committed on every waiter of that commit. Appends that arrive while a
-// commit runs form the next batch, so batches grow with load (pipelining),
-// with no timer. Before each commit the writer yields while the pending
-// batch still grows (twice at most), so the callers it has just released
-// can append first and share the commit instead of waiting for the next
-// one. A caller must be acknowledged only after its waiter's
-// Committed(nil).
+// bbolt transaction (one value, or one per chunk of a large batch; one
+// commit with its fsyncs), then calls Committed on every waiter of that
+// commit. Appends that arrive while a commit runs form the next batch, so
+// batches grow with load (pipelining), with no timer. Before each commit the
+// writer yields while the pending batch still grows (twice at most), so the
+// callers it has just released can append first and share the commit instead
+// of waiting for the next one. A caller must be acknowledged only after its
+// waiter's Committed(nil).
 //
 // Recovery: load the snapshot (package snapshot) tagged with position P,
 // then Log.Replay(P, ...). Snapshots truncate the log with Log.TruncateTx
@@ -57,7 +57,8 @@
 // One bbolt file. Top-level buckets owned by this package:
 //
 //	"meta"  "magic"     -> Magic ("seed7fbd42b6/ratelimit/wal", ASCII)
-//	        "version"   -> FormatVersion, uint32 big-endian (2)
+//	        "version"   -> uint32 big-endian: 1, or 2 once a chunked batch
+//	                       was written (FormatVersion is the newest)
 //	        "truncated" -> uint64 big-endian: the highest sequence number
 //	                       TruncateTx ever dropped (absent until then)
 //	"log"   seq (uint64 big-endian, 1, 2, 3, ...) -> one batch (below),
@@ -68,10 +69,12 @@
 // which concatenated in key order are the batch; smaller batches are one
 // value. (bbolt keeps at least two entries per leaf, so a large single
 // value would share an overflow leaf with earlier batches, and every commit
-// would copy and write them again: see chunk.go.) Version 1 had no chunks;
-// Open marks a version 1 file version 2. Replay rejects, with ErrCorrupt,
-// a key of any other shape, a chunk without its batch's first value, and
-// a missing chunk.
+// would copy and write them again: see chunk.go.) Version 1 had no chunks.
+// A new file is version 1, and the transaction that commits its first
+// chunked batch marks it version 2, so a file without chunks stays
+// readable by builds that know only version 1. Replay rejects, with
+// ErrCorrupt, a key of any other shape, a chunk without its batch's first
+// value, and a missing chunk.
 //
 // The log bucket is written with FillPercent 1.0 (keys only grow). The
 // position after Open is max(last log key, "truncated"), so sequence

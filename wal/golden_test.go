@@ -103,6 +103,9 @@ func checkGoldenDB(t *testing.T, version int) {
 	if l.Position() != last {
 		t.Fatalf("position %d, want %d", l.Position(), last)
 	}
+	if v := metaVersion(t, l); v != uint32(version) {
+		t.Fatalf("%s says version %d", golden, v)
+	}
 	if version >= 2 && len(logKeys(t, l)) <= len(batches)-1 {
 		t.Fatalf("no chunked batch in %s", golden)
 	}

@@ -1,8 +1,11 @@
 package wal
 
 import (
+	"encoding/binary"
 	"path/filepath"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // chanWaiter delivers Committed's error on a channel (buffer it by 1).
@@ -49,4 +52,17 @@ func replayAll(t *testing.T, l *Log, after uint64) []Record {
 		t.Fatalf("Replay: %v", err)
 	}
 	return got
+}
+
+// metaVersion reads the format version stored in l's file.
+func metaVersion(t *testing.T, l *Log) uint32 {
+	t.Helper()
+	var v uint32
+	if err := l.DB().View(func(tx *bolt.Tx) error {
+		v = binary.BigEndian.Uint32(tx.Bucket(metaBucket).Get(versionKey))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

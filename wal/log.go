@@ -52,6 +52,7 @@ type Log struct {
 	done    chan struct{} // closed when the writer exits
 
 	seq      uint64                // last sequence number used; writer goroutine only
+	version  uint32                // the file's format version; writer goroutine only
 	key      [chunkKeyLen]byte     // writer goroutine only
 	pageSize int                   // the file's page size
 	chunk    int                   // chunkSize(pageSize)
@@ -78,7 +79,7 @@ func Open(path string, opts Options) (*Log, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("wal: create directory: %w", err)
 	}
-	db, last, err := openDB(path, opts)
+	db, last, version, err := openDB(path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +92,7 @@ func Open(path string, opts Options) (*Log, error) {
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		seq:     last,
+		version: version,
 	}
 	l.pageSize = db.Info().PageSize
 	l.chunk = chunkSize(l.pageSize)
@@ -100,10 +102,11 @@ func Open(path string, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// openDB opens the bbolt file and validates or creates the meta bucket. It
+// openDB opens the bbolt file and validates or creates the meta bucket,
+// returning the log position and the file's format version. It
 // converts panics from bbolt on garbage pages (and faults on the mapped
 // file) into ErrCorrupt, closing the file so its lock is released.
-func openDB(path string, opts Options) (db *bolt.DB, last uint64, err error) {
+func openDB(path string, opts Options) (db *bolt.DB, last uint64, version uint32, err error) {
 	var file *os.File
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -113,7 +116,7 @@ func openDB(path string, opts Options) (db *bolt.DB, last uint64, err error) {
 			} else if file != nil {
 				_ = file.Close()
 			}
-			db, last, err = nil, 0, fmt.Errorf("%w: bbolt panicked: %v (file %s)", ErrCorrupt, p, path)
+			db, last, version, err = nil, 0, 0, fmt.Errorf("%w: bbolt panicked: %v (file %s)", ErrCorrupt, p, path)
 		}
 	}()
 	db, err = bolt.Open(path, 0o600, &bolt.Options{
@@ -126,13 +129,13 @@ func openDB(path string, opts Options) (db *bolt.DB, last uint64, err error) {
 		},
 	})
 	if err != nil {
-		return nil, 0, mapOpenError(path, err)
+		return nil, 0, 0, mapOpenError(path, err)
 	}
-	if last, err = initMeta(db); err != nil {
+	if last, version, err = initMeta(db); err != nil {
 		closeQuietly(db)
-		return nil, 0, fmt.Errorf("%w (file %s)", err, path)
+		return nil, 0, 0, fmt.Errorf("%w (file %s)", err, path)
 	}
-	return db, last, nil
+	return db, last, version, nil
 }
 
 func closeQuietly(db *bolt.DB) {

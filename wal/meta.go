@@ -8,12 +8,17 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// FormatVersion is the version of the file layout (buckets and keys)
-// stored in the meta bucket. Version 2 added chunked batches (chunk.go);
-// a version 1 file is a version 2 file without them, and Open marks it
-// version 2 so that builds reading only version 1 refuse it (ErrVersion)
-// instead of misreading chunk keys as corruption.
+// FormatVersion is the newest version of the file layout (buckets and
+// keys) this build reads and writes; the meta bucket stores a file's.
+// Version 2 added chunked batches (chunk.go). A file is created at
+// version 1 and marked version 2 by the transaction that commits its
+// first chunked batch, so a file without chunks stays readable by builds
+// that know only version 1, and one with chunks is refused by them
+// (ErrVersion) instead of misread as corrupt.
 const FormatVersion = 2
+
+// chunkedVersion is the first version whose log may hold chunked batches.
+const chunkedVersion = 2
 
 // Magic identifies a file written by this package.
 const Magic = "seed7fbd42b6/ratelimit/wal"
@@ -27,10 +32,10 @@ var (
 )
 
 // initMeta creates the meta and log buckets in a new (empty) file, or
-// validates them in an existing one (upgrading its version), and returns
-// the log position.
-func initMeta(db *bolt.DB) (last uint64, err error) {
-	fresh, old := false, false
+// validates them in an existing one, and returns the log position and the
+// file's format version.
+func initMeta(db *bolt.DB) (last uint64, version uint32, err error) {
+	fresh := false
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(metaBucket)
 		if meta == nil {
@@ -41,11 +46,9 @@ func initMeta(db *bolt.DB) (last uint64, err error) {
 			fresh = true
 			return nil
 		}
-		ver, err := checkMeta(meta)
-		if err != nil {
+		if version, err = checkMeta(meta); err != nil {
 			return err
 		}
-		old = ver < FormatVersion
 		lb := tx.Bucket(logBucket)
 		if lb == nil {
 			return fmt.Errorf("%w: log bucket missing", ErrCorrupt)
@@ -53,17 +56,10 @@ func initMeta(db *bolt.DB) (last uint64, err error) {
 		last, err = position(meta, lb)
 		return err
 	})
-	switch {
-	case err != nil:
-		return 0, err
-	case old:
-		return last, db.Update(func(tx *bolt.Tx) error {
-			return tx.Bucket(metaBucket).Put(versionKey, binary.BigEndian.AppendUint32(nil, FormatVersion))
-		})
-	case !fresh:
-		return last, nil
+	if err != nil || !fresh {
+		return last, version, err
 	}
-	return 0, db.Update(func(tx *bolt.Tx) error {
+	return 0, 1, db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucket(metaBucket)
 		if err != nil {
 			return err
@@ -74,8 +70,12 @@ func initMeta(db *bolt.DB) (last uint64, err error) {
 		if err := meta.Put(magicKey, []byte(Magic)); err != nil {
 			return err
 		}
-		return meta.Put(versionKey, binary.BigEndian.AppendUint32(nil, FormatVersion))
+		return putVersion(meta, 1)
 	})
+}
+
+func putVersion(meta *bolt.Bucket, v uint32) error {
+	return meta.Put(versionKey, binary.BigEndian.AppendUint32(nil, v))
 }
 
 var errStop = errors.New("stop")

@@ -55,6 +55,13 @@ func (l *Log) Replay(after uint64, fn func(Record) error) (err error) {
 		for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
 			seq, chunk, err := parseLogKey(k)
 			if err != nil {
+				// The open batch is complete unless the bad key
+				// carries its sequence number.
+				if a.open() && (len(k) < seqKeyLen || binary.BigEndian.Uint64(k) != a.seq) {
+					if err := emit(); err != nil {
+						return err
+					}
+				}
 				return err
 			}
 			if a.open() && (chunk == 0 || seq != a.seq) {

@@ -170,9 +170,7 @@ func (l *Log) commit(b *pendingBatch) error {
 	seq := l.seq + 1
 	start := time.Now()
 	err := l.db.Update(func(tx *bolt.Tx) error {
-		lb := tx.Bucket(logBucket)
-		lb.FillPercent = 1.0
-		if err := l.putBatch(lb, seq, b.buf); err != nil {
+		if err := l.putBatch(tx, seq, b.buf); err != nil {
 			return err
 		}
 		if l.opts.BeforeCommit != nil {
