@@ -32,26 +32,6 @@ func reviewBatches(t *testing.T, l *Log, n int) [][]Record {
 	return out
 }
 
-func flatten(batches [][]Record) []Record {
-	var flat []Record
-	for _, b := range batches {
-		flat = append(flat, b...)
-	}
-	return flat
-}
-
-func checkRecords(t *testing.T, what string, got, want []Record) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d records, want %d", what, len(got), len(want))
-	}
-	for i := range want {
-		if !sameRecord(got[i], want[i]) {
-			t.Fatalf("%s: record %d is %+v, want %+v", what, i, got[i], want[i])
-		}
-	}
-}
-
 // rawUpdate runs fn on the log bucket of the file at path, outside any Log.
 func rawUpdate(t *testing.T, path string, fn func(meta, lb *bolt.Bucket) error) {
 	t.Helper()

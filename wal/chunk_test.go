@@ -54,7 +54,7 @@ func TestLargeBatchesAreChunkedAndReplayWhole(t *testing.T) {
 	if size2 <= chunkOver*l.pageSize {
 		t.Fatalf("test batch of %d bytes is not above the chunking size %d", size2, chunkOver*l.pageSize)
 	}
-	chunks2 := (size2 + l.chunk - 1) / l.chunk
+	chunks2 := (size2 + chunkSize(l.pageSize) - 1) / chunkSize(l.pageSize)
 	keys := logKeys(t, l)
 	perSeq := map[uint64]int{}
 	for _, k := range keys {
@@ -73,19 +73,7 @@ func TestLargeBatchesAreChunkedAndReplayWhole(t *testing.T) {
 
 	check := func(l *Log, after uint64, batches [][]Record) {
 		t.Helper()
-		var flat []Record
-		for _, b := range batches {
-			flat = append(flat, b...)
-		}
-		got := replayAll(t, l, after)
-		if len(got) != len(flat) {
-			t.Fatalf("Replay(%d): %d records, want %d", after, len(got), len(flat))
-		}
-		for i := range flat {
-			if !sameRecord(got[i], flat[i]) {
-				t.Fatalf("Replay(%d) record %d: %+v, want %+v", after, i, got[i], flat[i])
-			}
-		}
+		checkRecords(t, fmt.Sprintf("Replay(%d)", after), replayAll(t, l, after), flatten(batches))
 	}
 	check(l, 0, want)
 	check(l, 1, want[1:]) // starts exactly at a chunked batch

@@ -109,19 +109,7 @@ func checkGoldenDB(t *testing.T, version int) {
 	if version >= 2 && len(logKeys(t, l)) <= len(batches)-1 {
 		t.Fatalf("no chunked batch in %s", golden)
 	}
-	var want []Record
-	for _, recs := range batches[1:] {
-		want = append(want, recs...)
-	}
-	got := replayAll(t, l, 0)
-	if len(got) != len(want) {
-		t.Fatalf("replayed %d records, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if !sameRecord(got[i], want[i]) {
-			t.Errorf("record %d: %+v", i, got[i])
-		}
-	}
+	checkRecords(t, "replay", replayAll(t, l, 0), flatten(batches[1:]))
 	appendWait(t, l, Record{Name: "next"})
 	if l.Position() != last+1 {
 		t.Fatalf("position after append %d, want %d", l.Position(), last+1)

@@ -66,3 +66,25 @@ func metaVersion(t *testing.T, l *Log) uint32 {
 	}
 	return v
 }
+
+// flatten joins batches into one slice of records, in order.
+func flatten(batches [][]Record) []Record {
+	var flat []Record
+	for _, b := range batches {
+		flat = append(flat, b...)
+	}
+	return flat
+}
+
+// checkRecords fails t unless got and want hold the same records in order.
+func checkRecords(t *testing.T, what string, got, want []Record) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d records, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if !sameRecord(got[i], want[i]) {
+			t.Fatalf("%s: record %d is %+v, want %+v", what, i, got[i], want[i])
+		}
+	}
+}

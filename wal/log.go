@@ -55,7 +55,6 @@ type Log struct {
 	version  uint32                // the file's format version; writer goroutine only
 	key      [chunkKeyLen]byte     // writer goroutine only
 	pageSize int                   // the file's page size
-	chunk    int                   // chunkSize(pageSize)
 	failure  atomic.Pointer[error] // sticky commit error
 	pos      atomic.Uint64
 	written  atomic.Int64
@@ -95,7 +94,6 @@ func Open(path string, opts Options) (*Log, error) {
 		version: version,
 	}
 	l.pageSize = db.Info().PageSize
-	l.chunk = chunkSize(l.pageSize)
 	l.pos.Store(last)
 	logger.Debug("wal: opened", "path", path, "position", last)
 	go l.run()

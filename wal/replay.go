@@ -54,20 +54,20 @@ func (l *Log) Replay(after uint64, fn func(Record) error) (err error) {
 		}
 		for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
 			seq, chunk, err := parseLogKey(k)
+			// k ends the open batch unless it continues it; a
+			// malformed key carrying the batch's sequence number is
+			// that batch's fault.
+			ends := chunk == 0 || seq != a.seq
 			if err != nil {
-				// The open batch is complete unless the bad key
-				// carries its sequence number.
-				if a.open() && (len(k) < seqKeyLen || binary.BigEndian.Uint64(k) != a.seq) {
-					if err := emit(); err != nil {
-						return err
-					}
-				}
-				return err
+				ends = len(k) < seqKeyLen || binary.BigEndian.Uint64(k) != a.seq
 			}
-			if a.open() && (chunk == 0 || seq != a.seq) {
+			if a.open() && ends {
 				if err := emit(); err != nil {
 					return err
 				}
+			}
+			if err != nil {
+				return err
 			}
 			if err := a.add(seq, chunk, v); err != nil {
 				return err
