@@ -138,7 +138,8 @@ Scenarios (each at every -callers count):
              (baselines decide the same requests one at a time)
 
 Each cell reports decisions/s, p50/p99/p999 latency of a call, allocations
-per decision, the fraction denied, and the admitted-token check: no key or
+per decision, the process's CPU time per decision and cores busy (on Unix),
+the fraction denied, and the admitted-token check: no key or
 global limit may be granted more than capacity + rate x elapsed (+
 MaxReserved). A failed check or any error makes the exit status 1.
 
@@ -257,6 +258,8 @@ func run(cfg *config) int {
 	printTable(os.Stdout, results)
 	fmt.Println()
 	printTargets(os.Stdout, targets, cfg.runs)
+	fmt.Println()
+	printCPURatios(os.Stdout, results)
 	fmt.Fprintf(os.Stderr, "total %.1fs\n", time.Since(started).Seconds())
 
 	if cfg.jsonPath != "" {

@@ -194,12 +194,14 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	cpu0 := processCPU()
 	t0 := time.Now()
 	close(start)
 	time.Sleep(c.dur)
 	stop.Store(true)
 	wg.Wait()
 	t1 := time.Now()
+	cpu1 := processCPU()
 	runtime.ReadMemStats(&m1)
 	closeErr := im.close()
 
@@ -234,7 +236,7 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 		res.Errors++
 		res.FirstError = "close: " + closeErr.Error()
 	}
-	res.fill(&h, m1.Mallocs-m0.Mallocs, m1.TotalAlloc-m0.TotalAlloc)
+	res.fill(&h, m1.Mallocs-m0.Mallocs, m1.TotalAlloc-m0.TotalAlloc, cpu1-cpu0)
 	res.Check = r.check(c, v, ws, t1.Sub(tOpen))
 	return res, nil
 }

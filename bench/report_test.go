@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFillComputesCPUPerDecisionAndCores(t *testing.T) {
+	r := &result{Seconds: 2, Decisions: 1000}
+	r.fill(&hist{}, 0, 0, 3*time.Millisecond)
+	if r.CPUPerDecision != 3000 {
+		t.Errorf("CPUPerDecision = %v ns, want 3000", r.CPUPerDecision)
+	}
+	if r.CPUCores != 0.0015 {
+		t.Errorf("CPUCores = %v, want 0.0015", r.CPUCores)
+	}
+	z := &result{}
+	z.fill(&hist{}, 0, 0, time.Second) // no decisions, no time: no division by zero
+	if z.CPUPerDecision != 0 || z.CPUCores != 0 {
+		t.Errorf("empty cell: CPUPerDecision %v, CPUCores %v; want 0, 0", z.CPUPerDecision, z.CPUCores)
+	}
+}
+
+// cellWithRuns is a combined result whose runs have these CPU costs per
+// decision and rates.
+func cellWithRuns(sc, mode string, cpu, rate []float64) *result {
+	var runs []*result
+	for i := range cpu {
+		runs = append(runs, &result{Scenario: sc, Impl: "ours", Mode: mode, Callers: 1024,
+			CPUPerDecision: cpu[i], DecisionsPerSec: rate[i], CPUCores: 1})
+	}
+	return combine(runs)
+}
+
+func TestCPURatioIsTheMedianOfRunByRunRatios(t *testing.T) {
+	d := cellWithRuns("keys", "durable", []float64{1000, 4000, 9000}, []float64{1, 1, 1})
+	m := cellWithRuns("keys", "memory", []float64{1000, 1000, 3000}, []float64{1, 1, 1})
+	// Run by run 1, 4 and 3: the median is 3. The ratio of the medians
+	// would be 4000 / 1000 = 4.
+	if got := ratioOf(d, m).CPU; got != 3 {
+		t.Fatalf("CPU ratio = %v, want 3", got)
+	}
+	none := cellWithRuns("keys", "memory", []float64{0, 0, 0}, []float64{1, 1, 1})
+	if got := ratioOf(d, none).CPU; got != 0 {
+		t.Fatalf("CPU ratio against an unmeasured cell = %v, want 0", got)
+	}
+}
+
+func TestPrintCPURatiosListsTargetCells(t *testing.T) {
+	rs := []*result{
+		cellWithRuns("keys", "durable", []float64{2000}, []float64{5e5}),
+		cellWithRuns("keys", "memory", []float64{1000}, []float64{1.5e6}),
+		cellWithRuns("reserve", "durable", []float64{3000}, []float64{5e5}),
+		// no reserve memory cell: reserve is left out
+	}
+	var b bytes.Buffer
+	printCPURatios(&b, rs)
+	out := b.String()
+	if !strings.Contains(out, "keys 2.00x") {
+		t.Errorf("output lacks the keys ratio:\n%s", out)
+	}
+	if strings.Contains(out, "reserve") {
+		t.Errorf("output has a reserve line without its memory cell:\n%s", out)
+	}
+	b.Reset()
+	printCPURatios(&b, rs[2:])
+	if b.Len() != 0 {
+		t.Errorf("no pairs, but printed:\n%s", b.String())
+	}
+}
+
+func TestDurableSampleTimesEveryCallOnlyWhenIOBound(t *testing.T) {
+	for _, c := range []struct{ callers, want int }{{1, 1}, {16, 1}, {17, 16}, {256, 16}, {1024, 16}} {
+		if got := durableSample(16, c.callers); got != c.want {
+			t.Errorf("durableSample(16, %d) = %d, want %d", c.callers, got, c.want)
+		}
+	}
+}
