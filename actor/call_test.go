@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -164,19 +163,13 @@ func cancelStress(t *testing.T, log Log) {
 	var tr callTracker
 	acked := make([]atomic.Int64, len(items))
 	abandonedN := make([]atomic.Int64, len(items))
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(seed uint64) {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, 7))
-			for i := 0; i < iters; i++ {
-				k := r.IntN(len(items))
-				trackedTake(t, g, &tr, items[k], r.IntN(3), &acked[k], &abandonedN[k])
-			}
-		}(uint64(w))
-	}
-	waitChan(t, async(wg.Wait), "the workers")
+	done := spawn(workers, 0, 7, func(r *rand.Rand) {
+		for i := 0; i < iters; i++ {
+			k := r.IntN(len(items))
+			trackedTake(t, g, &tr, items[k], r.IntN(3), &acked[k], &abandonedN[k])
+		}
+	})
+	waitChan(t, done, "the workers")
 	if n := tr.dups(); n != 0 {
 		t.Fatalf("a Call was handed out %d times while still in use", n)
 	}

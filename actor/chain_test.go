@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -254,56 +253,50 @@ func atomicStress(t *testing.T, parts int, capac float64) {
 	}
 	spent := make([]atomic.Int64, len(items)) // acknowledged tokens per bucket
 	var calls, grants atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(seed uint64) {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, 99))
-			for i := 0; i < iters; i++ {
-				var c *Call
-				switch op := r.IntN(10); {
-				case op < 6: // atomic over 2..5 buckets, maybe repeated
-					n := 2 + r.IntN(4)
-					var its []Item
-					for range n {
-						its = append(its, items[r.IntN(len(items))])
-					}
-					c = takeCall(float64(1+r.IntN(3)), its...)
-				case op < 8:
-					c = takeCall(float64(1+r.IntN(3)), items[r.IntN(len(items))])
-				case op < 9: // checks across partitions: write nothing
-					c = takeCall(1, items[r.IntN(len(items))], items[r.IntN(len(items))])
-					for m := range c.Members {
-						c.Members[m].Op = OpCheck
-					}
-				default:
-					if r.IntN(4) == 0 {
-						g.Counts()
-					}
-					continue
+	done := spawn(workers, 0, 99, func(r *rand.Rand) {
+		for i := 0; i < iters; i++ {
+			var c *Call
+			switch op := r.IntN(10); {
+			case op < 6: // atomic over 2..5 buckets, maybe repeated
+				n := 2 + r.IntN(4)
+				var its []Item
+				for range n {
+					its = append(its, items[r.IntN(len(items))])
 				}
-				decide(t, g, c)
-				if err := c.FirstErr(); err != nil {
-					t.Errorf("unexpected error: %v", err)
-				}
-				all := true
+				c = takeCall(float64(1+r.IntN(3)), its...)
+			case op < 8:
+				c = takeCall(float64(1+r.IntN(3)), items[r.IntN(len(items))])
+			case op < 9: // checks across partitions: write nothing
+				c = takeCall(1, items[r.IntN(len(items))], items[r.IntN(len(items))])
 				for m := range c.Members {
-					all = all && c.Members[m].OK
+					c.Members[m].Op = OpCheck
 				}
-				calls.Add(1)
-				if all && c.Members[0].Op == OpTake {
-					grants.Add(1)
-					for m := range c.Members {
-						mem := &c.Members[m]
-						spent[index[c.Items[mem.A].ID]].Add(int64(mem.Count))
-					}
+			default:
+				if r.IntN(4) == 0 {
+					g.Counts()
 				}
-				c.Release()
+				continue
 			}
-		}(uint64(w))
-	}
-	waitChan(t, async(wg.Wait), "every caller (deadlock?)")
+			decide(t, g, c)
+			if err := c.FirstErr(); err != nil {
+				t.Errorf("unexpected error: %v", err)
+			}
+			all := true
+			for m := range c.Members {
+				all = all && c.Members[m].OK
+			}
+			calls.Add(1)
+			if all && c.Members[0].Op == OpTake {
+				grants.Add(1)
+				for m := range c.Members {
+					mem := &c.Members[m]
+					spent[index[c.Items[mem.A].ID]].Add(int64(mem.Count))
+				}
+			}
+			c.Release()
+		}
+	})
+	waitChan(t, done, "every caller (deadlock?)")
 	for k, it := range items {
 		v := value(t, g, it)
 		if v < 0 {

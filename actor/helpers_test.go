@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -249,6 +250,21 @@ func hang(t testing.TB, what string) {
 }
 
 // async runs f on a new goroutine and returns a channel closed when it ends.
+// spawn starts n workers, worker w running fn with its own generator
+// (PCG seeded base+w, stream), and returns a channel closed once every
+// worker has returned.
+func spawn(n int, base, stream uint64, fn func(r *rand.Rand)) <-chan struct{} {
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(rand.New(rand.NewPCG(base+uint64(w), stream)))
+		}()
+	}
+	return async(wg.Wait)
+}
+
 func async(f func()) <-chan struct{} {
 	done := make(chan struct{})
 	go func() { defer close(done); f() }()

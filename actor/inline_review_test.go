@@ -3,7 +3,6 @@ package actor
 import (
 	"math/rand/v2"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -269,37 +268,31 @@ func TestReviewNestedStressDurable(t *testing.T) {
 	var tr callTracker
 	acked := make([]atomic.Int64, len(items))
 	abandoned := make([]atomic.Int64, len(items))
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(seed uint64) {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, 11))
-			for range iters {
-				switch op := r.IntN(10); {
-				case op < 6: // a chain over 2..8 buckets (repeats allowed)
-					var its []Item
-					for range 2 + r.IntN(7) {
-						its = append(its, items[r.IntN(len(items))])
-					}
-					c, o := tr.get(takeCall(float64(1+r.IntN(2)), its...))
-					decide(t, g, c)
-					if err := c.FirstErr(); err != nil {
-						t.Errorf("chain: %v", err)
-					}
-					ackGranted(c, index, acked)
-					tr.done(c, o, false)
-					c.Release()
-				case op < 9: // a cancelable one-partition take
-					k := r.IntN(len(items))
-					trackedTake(t, g, &tr, items[k], 1+r.IntN(2), &acked[k], &abandoned[k])
-				default:
-					g.Run(r.IntN(parts), func(p *Partition) { p.Sweep(t0, nil) })
+	done := spawn(workers, 0, 11, func(r *rand.Rand) {
+		for range iters {
+			switch op := r.IntN(10); {
+			case op < 6: // a chain over 2..8 buckets (repeats allowed)
+				var its []Item
+				for range 2 + r.IntN(7) {
+					its = append(its, items[r.IntN(len(items))])
 				}
+				c, o := tr.get(takeCall(float64(1+r.IntN(2)), its...))
+				decide(t, g, c)
+				if err := c.FirstErr(); err != nil {
+					t.Errorf("chain: %v", err)
+				}
+				ackGranted(c, index, acked)
+				tr.done(c, o, false)
+				c.Release()
+			case op < 9: // a cancelable one-partition take
+				k := r.IntN(len(items))
+				trackedTake(t, g, &tr, items[k], 1+r.IntN(2), &acked[k], &abandoned[k])
+			default:
+				g.Run(r.IntN(parts), func(p *Partition) { p.Sweep(t0, nil) })
 			}
-		}(uint64(w))
-	}
-	waitChan(t, async(wg.Wait), "every caller (deadlock?)")
+		}
+	})
+	waitChan(t, done, "every caller (deadlock?)")
 	if n := tr.dups(); n != 0 {
 		t.Fatalf("a Call was handed out %d times while still in use", n)
 	}

@@ -183,62 +183,56 @@ func stopInFlight(t *testing.T, seed uint64) {
 	var stop atomic.Bool
 	started := make(chan struct{})
 	var startOnce sync.Once
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(seed uint64) {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, 5))
-			for !stop.Load() {
-				if ops.Add(1) == 2000 {
-					startOnce.Do(func() { close(started) })
-				}
-				pick := func() Item { return items[r.IntN(len(items))] }
-				switch op := r.IntN(8); op {
-				case 0, 1, 2: // chains (and one-partition atomics)
-					c := takeCall(1, pick(), pick(), pick())
-					decide(t, g, c)
-					account(t, c, index, acked)
-					c.Release()
-				case 3:
-					c := takeCall(1, pick())
-					if decideCancelable(t, g, c, 1+r.IntN(2)) {
-						continue
-					}
-					account(t, c, index, acked)
-					c.Release()
-				case 4:
-					a, b := pick(), pick()
-					if a.ID == b.ID {
-						continue
-					}
-					c := twoCall(1, false, a, b)
-					decide(t, g, c)
-					if err := c.FirstErr(); err != nil && !errors.Is(err, ErrClosed) {
-						t.Errorf("two-choice error: %v", err)
-					}
-					c.Release()
-				case 5:
-					c := NewCall()
-					c.AddItem(pick(), -1, false)
-					c.AddItem(pick(), -1, false)
-					g.Peek(c)
-					c.Release()
-				case 6:
-					c := takeCall(1, pick(), pick())
-					c.Members[0].Op, c.Members[1].Op = OpCheck, OpCheck
-					decide(t, g, c)
-					c.Release()
-				case 7:
-					g.Counts()
-				}
+	done := spawn(workers, seed*1000, 5, func(r *rand.Rand) {
+		for !stop.Load() {
+			if ops.Add(1) == 2000 {
+				startOnce.Do(func() { close(started) })
 			}
-		}(seed*1000 + uint64(w))
-	}
+			pick := func() Item { return items[r.IntN(len(items))] }
+			switch op := r.IntN(8); op {
+			case 0, 1, 2: // chains (and one-partition atomics)
+				c := takeCall(1, pick(), pick(), pick())
+				decide(t, g, c)
+				account(t, c, index, acked)
+				c.Release()
+			case 3:
+				c := takeCall(1, pick())
+				if decideCancelable(t, g, c, 1+r.IntN(2)) {
+					continue
+				}
+				account(t, c, index, acked)
+				c.Release()
+			case 4:
+				a, b := pick(), pick()
+				if a.ID == b.ID {
+					continue
+				}
+				c := twoCall(1, false, a, b)
+				decide(t, g, c)
+				if err := c.FirstErr(); err != nil && !errors.Is(err, ErrClosed) {
+					t.Errorf("two-choice error: %v", err)
+				}
+				c.Release()
+			case 5:
+				c := NewCall()
+				c.AddItem(pick(), -1, false)
+				c.AddItem(pick(), -1, false)
+				g.Peek(c)
+				c.Release()
+			case 6:
+				c := takeCall(1, pick(), pick())
+				c.Members[0].Op, c.Members[1].Op = OpCheck, OpCheck
+				decide(t, g, c)
+				c.Release()
+			case 7:
+				g.Counts()
+			}
+		}
+	})
 	waitChan(t, started, "the workers to get going")
 	waitChan(t, async(g.Stop), "Stop with calls in flight")
 	stop.Store(true)
-	waitChan(t, async(wg.Wait), "every caller to return after Stop")
+	waitChan(t, done, "every caller to return after Stop")
 	for k, it := range items {
 		p := g.parts[it.Part] // exited: read directly
 		v := float64(capac)

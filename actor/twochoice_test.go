@@ -2,7 +2,6 @@ package actor
 
 import (
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -89,38 +88,32 @@ func TestTwoChoicesStressExact(t *testing.T) {
 			}
 			a, b := shardPair(g, lim)
 			var spent, grants, denials atomic.Int64
-			var wg sync.WaitGroup
-			for w := 0; w < workers; w++ {
-				wg.Add(1)
-				go func(seed uint64) {
-					defer wg.Done()
-					r := rand.New(rand.NewPCG(seed, 3))
-					for i := 0; i < iters; i++ {
-						count := float64(1 + r.IntN(12))
-						x, y := a, b
-						if r.IntN(2) == 0 {
-							x, y = b, a
-						}
-						var c *Call
-						if r.IntN(5) == 0 { // mixed with single takes on one shard
-							c = takeCall(count, x)
-						} else {
-							c = twoCall(count, reserve, x, y)
-						}
-						decide(t, g, c)
-						if err := c.FirstErr(); err != nil {
-							t.Errorf("error: %v", err)
-						} else if c.Members[0].OK {
-							spent.Add(int64(count))
-							grants.Add(1)
-						} else {
-							denials.Add(1)
-						}
-						c.Release()
+			done := spawn(workers, 77, 3, func(r *rand.Rand) {
+				for i := 0; i < iters; i++ {
+					count := float64(1 + r.IntN(12))
+					x, y := a, b
+					if r.IntN(2) == 0 {
+						x, y = b, a
 					}
-				}(uint64(w) + 77)
-			}
-			waitChan(t, async(wg.Wait), "the callers")
+					var c *Call
+					if r.IntN(5) == 0 { // mixed with single takes on one shard
+						c = takeCall(count, x)
+					} else {
+						c = twoCall(count, reserve, x, y)
+					}
+					decide(t, g, c)
+					if err := c.FirstErr(); err != nil {
+						t.Errorf("error: %v", err)
+					} else if c.Members[0].OK {
+						spent.Add(int64(count))
+						grants.Add(1)
+					} else {
+						denials.Add(1)
+					}
+					c.Release()
+				}
+			})
+			waitChan(t, done, "the callers")
 			va, vb := value(t, g, a), value(t, g, b)
 			floor := 0.0
 			if reserve {
