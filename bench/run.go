@@ -46,16 +46,17 @@ func (w *worker) next() uint32 {
 // ~7M/s): the grant logs are reserved for it before each cell.
 const maxRate = 12e6
 
-// reserveGrants makes room for n grants in w's grant log and touches all of
-// it, so the log does not grow while a cell is measured: growing it means
-// page faults on fresh memory, which on this VM cost a 1-caller cell up to
-// ~30% of its throughput, and only the first implementation of a group to
-// need the room paid them (the first run of ours, usually).
+// reserveGrants makes room for n grants in w's grant log and, when that
+// takes new memory, touches all of it, so the log does not grow while a
+// cell is measured: growing it means page faults on fresh memory, which on
+// this VM cost a 1-caller cell up to ~30% of its throughput, and only the
+// first implementation of a group to need the room paid them (the first
+// run of ours, usually). Memory kept from an earlier cell was touched then.
 func (w *worker) reserveGrants(n int) {
 	if cap(w.grants) < n {
 		w.grants = make([]uint32, 0, n)
+		clear(w.grants[:n])
 	}
-	clear(w.grants[:cap(w.grants)])
 }
 
 // account records a decision on key index i.
