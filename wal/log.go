@@ -83,17 +83,17 @@ func Open(path string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{
-		db:      db,
-		opts:    opts,
-		logger:  logger,
-		pending: new(pendingBatch),
-		spare:   new(pendingBatch),
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		seq:     last,
-		version: version,
+		db:       db,
+		opts:     opts,
+		logger:   logger,
+		pending:  new(pendingBatch),
+		spare:    new(pendingBatch),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		seq:      last,
+		version:  version,
+		pageSize: db.Info().PageSize,
 	}
-	l.pageSize = db.Info().PageSize
 	l.pos.Store(last)
 	logger.Debug("wal: opened", "path", path, "position", last)
 	go l.run()

@@ -17,8 +17,12 @@ import (
 // (ErrVersion) instead of misread as corrupt.
 const FormatVersion = 2
 
-// chunkedVersion is the first version whose log may hold chunked batches.
-const chunkedVersion = 2
+// createdVersion is a new file's version, and chunkedVersion the first
+// whose log may hold chunked batches.
+const (
+	createdVersion = 1
+	chunkedVersion = 2
+)
 
 // Magic identifies a file written by this package.
 const Magic = "seed7fbd42b6/ratelimit/wal"
@@ -59,7 +63,7 @@ func initMeta(db *bolt.DB) (last uint64, version uint32, err error) {
 	if err != nil || !fresh {
 		return last, version, err
 	}
-	return 0, 1, db.Update(func(tx *bolt.Tx) error {
+	return 0, createdVersion, db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucket(metaBucket)
 		if err != nil {
 			return err
@@ -70,7 +74,7 @@ func initMeta(db *bolt.DB) (last uint64, version uint32, err error) {
 		if err := meta.Put(magicKey, []byte(Magic)); err != nil {
 			return err
 		}
-		return putVersion(meta, 1)
+		return putVersion(meta, createdVersion)
 	})
 }
 
