@@ -121,7 +121,8 @@ func TestStatsAndStatusFigures(t *testing.T) {
 	if st.Grants != 3 || st.Denials != 1 || st.Reservations != 1 || st.LiveBuckets != 3 || st.Snapshots != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	if st.WALCommits == 0 || st.WALRecords < 4 || st.WALBatchRecords.Count() != st.WALCommits || st.WALCommitNanos.Quantile(0.5) == 0 {
+	if st.WALCommits == 0 || st.WALRecords < 4 || st.WALBatchRecords.Count() != st.WALCommits || st.WALCommitNanos.Quantile(0.5) == 0 ||
+		st.WALCommitTime <= 0 || st.WALCommitTime >= time.Duration(st.WALCommitNanos.Quantile(1))*time.Duration(st.WALCommits) {
 		t.Fatalf("wal stats %+v", st)
 	}
 }

@@ -21,8 +21,9 @@ type Stats struct {
 
 	// The write-ahead log (zero in memory mode).
 	WALCommits, WALRecords, WALBytes, WALFailedCommits uint64
-	WALBatchRecords                                    Histogram // records per commit
-	WALCommitNanos                                     Histogram // commit latency, fsync included, in ns
+	WALBatchRecords                                    Histogram     // records per commit
+	WALCommitNanos                                     Histogram     // commit latency, fsync included, in ns
+	WALCommitTime                                      time.Duration // the sum of the latencies WALCommitNanos counts
 
 	// Snapshots written since Open, and the time since the last one (or
 	// since Open when there was none).
@@ -68,6 +69,7 @@ func (l *Limiter) Stats() Stats {
 		s.WALCommits, s.WALRecords, s.WALBytes, s.WALFailedCommits = w.Commits, w.Records, w.Bytes, w.FailedCommits
 		s.WALBatchRecords.Counts = w.BatchRecords
 		s.WALCommitNanos.Counts = w.CommitNanos
+		s.WALCommitTime = w.CommitTime
 	}
 	return s
 }

@@ -60,7 +60,7 @@ func NewCollector(l *ratelimit.Limiter, namespace string) prometheus.Collector {
 		walRecords:    d("wal_records_total", "Records written to the write-ahead log."),
 		walBytes:      d("wal_bytes_total", "Bytes written to the write-ahead log."),
 		batchRecords:  d("wal_commit_records", "Records per write-ahead log commit."),
-		commitSeconds: d("wal_commit_duration_seconds", "Write-ahead log commit latency, fsync included. The sum is estimated from the power-of-two buckets."),
+		commitSeconds: d("wal_commit_duration_seconds", "Write-ahead log commit latency, fsync included."),
 		snapshots:     d("snapshots_total", "Snapshots written since the limiter opened."),
 		snapshotAge:   d("snapshot_age_seconds", "Time since the last snapshot, or since open if none."),
 	}
@@ -99,31 +99,25 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.walFailed, s.WALFailedCommits)
 	counter(c.walRecords, s.WALRecords)
 	counter(c.walBytes, s.WALBytes)
-	// The records histogram's sum is exact: every record is in one commit.
+	// Both sums are exact: every record is in one commit, and the log adds
+	// up its commit latencies.
 	ch <- histogram(c.batchRecords, s.WALBatchRecords, recordsFirst, recordsLast, 1, float64(s.WALRecords))
-	ch <- histogram(c.commitSeconds, s.WALCommitNanos, nanosFirst, nanosLast, 1e-9, -1)
+	ch <- histogram(c.commitSeconds, s.WALCommitNanos, nanosFirst, nanosLast, 1e-9, s.WALCommitTime.Seconds())
 	counter(c.snapshots, s.Snapshots)
 	gauge(c.snapshotAge, s.SnapshotAge.Seconds())
 }
 
 // histogram converts power-of-two buckets first..last of h to a Prometheus
-// histogram with cumulative counts, bounds (2^i - 1) * scale. A negative
-// sum is estimated: each value counted at its bucket's midpoint.
+// histogram with cumulative counts, bounds (2^i - 1) * scale, and the sum
+// of its values, already scaled.
 func histogram(d *prometheus.Desc, h ratelimit.Histogram, first, last int, scale, sum float64) prometheus.Metric {
 	buckets := make(map[float64]uint64, last-first+1)
 	var total uint64
-	estimate := 0.0
 	for i, n := range h.Counts {
 		total += n
-		if i > 0 {
-			estimate += float64(n) * 1.5 * math.Ldexp(1, i-1) // midpoint of [2^(i-1), 2^i)
-		}
 		if i >= first && i <= last {
 			buckets[(math.Ldexp(1, i)-1)*scale] = total
 		}
-	}
-	if sum < 0 {
-		sum = estimate * scale
 	}
 	return prometheus.MustNewConstHistogram(d, total, sum, buckets)
 }

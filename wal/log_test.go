@@ -53,6 +53,7 @@ func TestGroupCommitConcurrent(t *testing.T) {
 	if l.Written() != int64(st.Bytes) {
 		t.Fatalf("Written %d, stats bytes %d", l.Written(), st.Bytes)
 	}
+	checkCommitTime(t, st)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -339,5 +340,22 @@ func TestReplayRejectsCorruptBatch(t *testing.T) {
 	put(4, EncodeBatch(nil, []Record{{Name: "four"}})) // a gap
 	if err := l.Replay(0, func(Record) error { return nil }); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("gap: err = %v", err)
+	}
+}
+
+// checkCommitTime checks that st.CommitTime, the sum of the latencies
+// st.CommitNanos counts, lies within the bounds that histogram puts on it:
+// each value in bucket i >= 1 is in [2^(i-1), 2^i) ns.
+func checkCommitTime(t *testing.T, st Stats) {
+	t.Helper()
+	var lo, hi float64
+	for i, n := range st.CommitNanos {
+		if i > 0 {
+			lo += float64(n) * math.Ldexp(1, i-1)
+			hi += float64(n) * math.Ldexp(1, i)
+		}
+	}
+	if ns := float64(st.CommitTime); st.Commits == 0 || ns < lo || ns >= hi {
+		t.Fatalf("CommitTime %v over %d commits, want within [%v, %v) ns from the histogram", st.CommitTime, st.Commits, lo, hi)
 	}
 }

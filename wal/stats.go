@@ -48,18 +48,20 @@ func (h *Histogram) Quantile(q float64) uint64 {
 
 // Stats are counters since Open.
 type Stats struct {
-	Commits       uint64    // successful commits (one log batch each)
-	Records       uint64    // records committed
-	Bytes         uint64    // encoded batch bytes committed (as Written)
-	FailedCommits uint64    // commits that failed (at most 1: the failure is sticky)
-	BatchRecords  Histogram // records per commit
-	CommitNanos   Histogram // commit latency (bbolt Update incl. fsync), ns
+	Commits       uint64        // successful commits (one log batch each)
+	Records       uint64        // records committed
+	Bytes         uint64        // encoded batch bytes committed (as Written)
+	FailedCommits uint64        // commits that failed (at most 1: the failure is sticky)
+	BatchRecords  Histogram     // records per commit
+	CommitNanos   Histogram     // commit latency (bbolt Update incl. fsync), ns
+	CommitTime    time.Duration // the sum of the latencies CommitNanos counts
 }
 
 // statCounters are written by the writer goroutine only and read
 // concurrently by Stats, hence atomics.
 type statCounters struct {
 	commits, records, bytes, failed atomic.Uint64
+	nanos                           atomic.Int64 // sum of commit latencies, ns
 	batch, latency                  [HistogramBuckets]atomic.Uint64
 }
 
@@ -68,7 +70,9 @@ func (s *statCounters) record(records, bytes int, d time.Duration) {
 	s.records.Add(uint64(records))
 	s.bytes.Add(uint64(bytes))
 	s.batch[bucketOf(uint64(records))].Add(1)
-	s.latency[bucketOf(uint64(max(d, 0)))].Add(1)
+	d = max(d, 0)
+	s.latency[bucketOf(uint64(d))].Add(1)
+	s.nanos.Add(int64(d))
 }
 
 // Stats returns a copy of the counters. Each counter is read atomically;
@@ -80,6 +84,7 @@ func (l *Log) Stats() Stats {
 		Records:       s.records.Load(),
 		Bytes:         s.bytes.Load(),
 		FailedCommits: s.failed.Load(),
+		CommitTime:    time.Duration(s.nanos.Load()),
 	}
 	for i := range HistogramBuckets {
 		st.BatchRecords[i] = s.batch[i].Load()
