@@ -260,6 +260,8 @@ func run(cfg *config) int {
 	printTargets(os.Stdout, targets, cfg.runs)
 	fmt.Println()
 	printCPURatios(os.Stdout, results)
+	fmt.Println()
+	printGroupCommit(os.Stdout, results)
 	fmt.Fprintf(os.Stderr, "total %.1fs\n", time.Since(started).Seconds())
 
 	if cfg.jsonPath != "" {
@@ -412,6 +414,14 @@ func (f *fileImpl) close() error {
 		os.RemoveAll(m)
 	}
 	return err
+}
+
+// logTotals are the wrapped implementation's, if it has a log.
+func (f *fileImpl) logTotals() logTotals {
+	if lg, ok := f.impl.(logged); ok {
+		return lg.logTotals()
+	}
+	return logTotals{}
 }
 
 func settings(cfg *config) map[string]any {

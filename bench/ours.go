@@ -99,3 +99,9 @@ func (o *ours) limitMany(w *worker, d *limitDef, keys []string, ok []bool) {
 var errShortBatch = errors.New("LimitMany returned fewer decisions than requests")
 
 func (o *ours) close() error { return o.l.Close() }
+
+// logTotals are zero in memory mode.
+func (o *ours) logTotals() logTotals {
+	s := o.l.Stats()
+	return logTotals{commits: s.WALCommits, records: s.WALRecords, time: s.WALCommitTime}
+}

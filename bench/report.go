@@ -50,6 +50,15 @@ type result struct {
 	CPUPerDecision float64 `json:"cpu_ns_per_decision"`
 	CPUCores       float64 `json:"cpu_cores"`
 
+	// Group commit, for implementations with a log (ours, durable mode):
+	// the commits during the cell, the records (grants) each carried on
+	// average, the mean time one took (fsyncs included), and the share of
+	// the cell the log spent committing.
+	Commits          int64   `json:"wal_commits,omitempty"`
+	RecordsPerCommit float64 `json:"wal_records_per_commit,omitempty"`
+	CommitMean       float64 `json:"wal_commit_mean_ns,omitempty"`
+	CommitBusy       float64 `json:"wal_commit_busy,omitempty"`
+
 	Check check `json:"admitted_check"`
 
 	// Runs holds each run's figures when -runs > 1; the figures above
@@ -95,6 +104,25 @@ func (r *result) fill(h *hist, mallocs, bytes uint64, cpu time.Duration) {
 	r.Max = float64(h.max)
 }
 
+// minus returns the totals accumulated between b and t.
+func (t logTotals) minus(b logTotals) logTotals {
+	return logTotals{commits: t.commits - b.commits, records: t.records - b.records, time: t.time - b.time}
+}
+
+// fillLog sets the group-commit figures from the log's totals over the
+// cell; a cell without commits has none.
+func (r *result) fillLog(t logTotals) {
+	r.Commits = int64(t.commits)
+	if t.commits == 0 {
+		return
+	}
+	r.RecordsPerCommit = float64(t.records) / float64(t.commits)
+	r.CommitMean = float64(t.time) / float64(t.commits)
+	if r.Seconds > 0 {
+		r.CommitBusy = t.time.Seconds() / r.Seconds
+	}
+}
+
 func (r *result) label() string {
 	s := r.Impl + "/" + r.Mode
 	if r.Variant != "" {
@@ -112,7 +140,7 @@ func combine(runs []*result) *result {
 	}
 	c := *runs[0]
 	c.Runs = runs
-	c.Seconds, c.Calls, c.Decisions, c.Denied, c.Errors, c.LatencySamples = 0, 0, 0, 0, 0, 0
+	c.Seconds, c.Calls, c.Decisions, c.Denied, c.Errors, c.LatencySamples, c.Commits = 0, 0, 0, 0, 0, 0, 0
 	c.FirstError, c.Check = "", check{OK: true}
 	for _, r := range runs {
 		c.Seconds += r.Seconds
@@ -121,6 +149,7 @@ func combine(runs []*result) *result {
 		c.Denied += r.Denied
 		c.Errors += r.Errors
 		c.LatencySamples += r.LatencySamples
+		c.Commits += r.Commits
 		if c.FirstError == "" {
 			c.FirstError = r.FirstError
 		}
@@ -139,6 +168,9 @@ func combine(runs []*result) *result {
 	c.BytesPerDecision = medianOf(runs, func(r *result) float64 { return r.BytesPerDecision })
 	c.CPUPerDecision = medianOf(runs, func(r *result) float64 { return r.CPUPerDecision })
 	c.CPUCores = medianOf(runs, func(r *result) float64 { return r.CPUCores })
+	c.RecordsPerCommit = medianOf(runs, func(r *result) float64 { return r.RecordsPerCommit })
+	c.CommitMean = medianOf(runs, func(r *result) float64 { return r.CommitMean })
+	c.CommitBusy = medianOf(runs, func(r *result) float64 { return r.CommitBusy })
 	return &c
 }
 
@@ -518,6 +550,31 @@ func printCPURatios(w io.Writer, rs []*result) {
 	for _, p := range parts {
 		fmt.Fprintln(w, "  "+p)
 	}
+}
+
+// printGroupCommit writes, for every cell with commits, how many records a
+// commit carried, how long one took and how much of the cell the log spent
+// committing: what the durable cells' throughput and latency come from.
+func printGroupCommit(out io.Writer, rs []*result) {
+	var cells []*result
+	for _, r := range rs {
+		if r.Commits > 0 {
+			cells = append(cells, r)
+		}
+	}
+	if len(cells) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "Group commit (records per commit; mean commit time, fsyncs included; share of the cell spent committing):")
+	w := &trimWriter{w: out}
+	defer w.flush()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tcallers\timplementation\tcommits\trecords/commit\tcommit\tcommitting\t")
+	for _, r := range cells {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%.1f\t%s\t%.0f%%\t\n", r.Scenario, r.Callers, r.label(),
+			r.Commits, r.RecordsPerCommit, fmtDur(r.CommitMean), 100*r.CommitBusy)
+	}
+	tw.Flush()
 }
 
 // report is the JSON document.

@@ -78,3 +78,53 @@ func TestDurableSampleTimesEveryCallOnlyWhenIOBound(t *testing.T) {
 		}
 	}
 }
+
+func TestFillLogGroupCommitFigures(t *testing.T) {
+	before := logTotals{commits: 10, records: 500, time: time.Second}
+	after := logTotals{commits: 14, records: 900, time: time.Second + 2*time.Millisecond}
+	r := &result{Seconds: 0.004}
+	r.fillLog(after.minus(before))
+	if r.Commits != 4 || r.RecordsPerCommit != 100 || r.CommitMean != 500e3 || r.CommitBusy != 0.5 {
+		t.Fatalf("commits %d, records/commit %v, mean %v ns, busy %v; want 4, 100, 500000, 0.5",
+			r.Commits, r.RecordsPerCommit, r.CommitMean, r.CommitBusy)
+	}
+	none := &result{Seconds: 1}
+	none.fillLog(logTotals{})
+	if none.Commits != 0 || none.RecordsPerCommit != 0 || none.CommitMean != 0 || none.CommitBusy != 0 {
+		t.Fatalf("a cell without commits has figures: %+v", none)
+	}
+}
+
+func TestCombineSumsCommitsAndTakesMedians(t *testing.T) {
+	var runs []*result
+	for i, rpc := range []float64{900, 100, 1000} {
+		runs = append(runs, &result{Commits: int64(i + 1), RecordsPerCommit: rpc, CommitMean: rpc * 1e3, CommitBusy: rpc / 2000})
+	}
+	c := combine(runs)
+	if c.Commits != 6 || c.RecordsPerCommit != 900 || c.CommitMean != 900e3 || c.CommitBusy != 0.45 {
+		t.Fatalf("combined commits %d, records/commit %v, mean %v, busy %v; want 6, 900, 900000, 0.45",
+			c.Commits, c.RecordsPerCommit, c.CommitMean, c.CommitBusy)
+	}
+}
+
+func TestPrintGroupCommitListsCellsWithCommits(t *testing.T) {
+	d := &result{Scenario: "keys", Impl: "ours", Mode: "durable", Callers: 1024,
+		Commits: 245, RecordsPerCommit: 989.3, CommitMean: 728.7e3, CommitBusy: 0.44}
+	m := &result{Scenario: "keys", Impl: "ours", Mode: "memory", Callers: 1024}
+	var b bytes.Buffer
+	printGroupCommit(&b, []*result{m, d})
+	out := b.String()
+	for _, want := range []string{"ours/durable", "245", "989.3", "728.7us", "44%"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "ours/memory") {
+		t.Errorf("output lists a cell without commits:\n%s", out)
+	}
+	b.Reset()
+	printGroupCommit(&b, []*result{m})
+	if b.Len() != 0 {
+		t.Errorf("no commits, but printed:\n%s", b.String())
+	}
+}

@@ -193,6 +193,11 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 		}()
 	}
 	runtime.GC()
+	lg, _ := im.(logged)
+	var log0, log1 logTotals
+	if lg != nil {
+		log0 = lg.logTotals()
+	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	cpu0 := processCPU()
@@ -204,6 +209,9 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 	t1 := time.Now()
 	cpu1 := processCPU()
 	runtime.ReadMemStats(&m1)
+	if lg != nil {
+		log1 = lg.logTotals() // every acknowledged grant is committed by now
+	}
 	closeErr := im.close()
 
 	res := &result{
@@ -238,6 +246,7 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 		res.FirstError = "close: " + closeErr.Error()
 	}
 	res.fill(&h, m1.Mallocs-m0.Mallocs, m1.TotalAlloc-m0.TotalAlloc, cpu1-cpu0)
+	res.fillLog(log1.minus(log0))
 	res.Check = r.check(c, v, ws, t1.Sub(tOpen))
 	return res, nil
 }

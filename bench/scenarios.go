@@ -57,6 +57,18 @@ type impl interface {
 	close() error
 }
 
+// logged is an implementation with a group-committed log (ours in durable
+// mode): its commits, the records they carried and the time they took,
+// since it opened.
+type logged interface {
+	logTotals() logTotals
+}
+
+type logTotals struct {
+	commits, records uint64
+	time             time.Duration
+}
+
 // scenario is one workload. call performs one call (one decision, or one
 // batch for limitmany) on w's next keys and accounts the outcome in w.
 type scenario struct {
