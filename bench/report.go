@@ -51,9 +51,9 @@ type result struct {
 	CPUCores       float64 `json:"cpu_cores"`
 
 	// Group commit, for implementations with a log (ours, durable mode):
-	// the commits during the cell, the records (grants) each carried on
-	// average, the mean time one took (fsyncs included), and the share of
-	// the cell the log spent committing.
+	// the commits during the cell, the records each carried on average
+	// (one per granted bucket), the mean time one took (fsyncs included),
+	// and the share of the cell the log spent committing.
 	Commits          int64   `json:"wal_commits,omitempty"`
 	RecordsPerCommit float64 `json:"wal_records_per_commit,omitempty"`
 	CommitMean       float64 `json:"wal_commit_mean_ns,omitempty"`
