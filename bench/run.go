@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/cputime"
 )
 
 // worker is one concurrent caller. Everything it counts is its own, so the
@@ -200,14 +202,14 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	t0 := time.Now()
 	close(start)
 	time.Sleep(c.dur)
 	stop.Store(true)
 	wg.Wait()
 	t1 := time.Now()
-	cpu1 := processCPU()
+	cpu1 := cputime.Process()
 	runtime.ReadMemStats(&m1)
 	if lg != nil {
 		log1 = lg.logTotals() // every acknowledged grant is committed by now

@@ -1,14 +1,15 @@
 //go:build unix
 
-package main
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the user and system CPU time this process has used.
-func processCPU() time.Duration {
+// Process returns the user and system CPU time this process has used
+// (getrusage), or 0 if it cannot be read.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
