@@ -129,9 +129,10 @@ const (
 // times. Without it, the writer commits as soon as it has released the
 // previous cohort, so it takes only the few callers that raced in, and
 // the callers it just released wait a whole commit more: commits
-// alternate between a full cohort and a nearly empty one. One yield lets
-// the released callers (runnable, on this processor's queue) decide again
-// and append first. Measured (go run ./bench -scenario keys,reserve
+// alternate between a full cohort and a nearly empty one. A yield queues
+// the writer behind the released callers, which are runnable, so they
+// decide again and append first (a runtime trace at 1024 callers: ~1.6 ms
+// per cycle in these yields, with ~1.65 other goroutines running). Measured (go run ./bench -scenario keys,reserve
 // -mode durable -baselines "" -callers 16,256,1024, three alternating
 // rounds): durable grants/s at 16 callers 1.6x-2.3x, at 1024 callers
 // 1.0x-1.15x, at 256 0.93x-1.45x; records per commit at 1024 callers
