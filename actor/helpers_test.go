@@ -249,7 +249,6 @@ func hang(t testing.TB, what string) {
 	t.Fatalf("hang: waited %v for %s", hangTimeout, what)
 }
 
-// async runs f on a new goroutine and returns a channel closed when it ends.
 // spawn starts n workers, worker w running fn with its own generator
 // (PCG seeded base+w, stream), and returns a channel closed once every
 // worker has returned.
@@ -265,6 +264,7 @@ func spawn(n int, base, stream uint64, fn func(r *rand.Rand)) <-chan struct{} {
 	return async(wg.Wait)
 }
 
+// async runs f on a new goroutine and returns a channel closed when it ends.
 func async(f func()) <-chan struct{} {
 	done := make(chan struct{})
 	go func() { defer close(done); f() }()

@@ -104,11 +104,6 @@ func (r *result) fill(h *hist, mallocs, bytes uint64, cpu time.Duration) {
 	r.Max = float64(h.max)
 }
 
-// minus returns the totals accumulated between b and t.
-func (t logTotals) minus(b logTotals) logTotals {
-	return logTotals{commits: t.commits - b.commits, records: t.records - b.records, time: t.time - b.time}
-}
-
 // fillLog sets the group-commit figures from the log's totals over the
 // cell; a cell without commits has none.
 func (r *result) fillLog(t logTotals) {

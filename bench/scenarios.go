@@ -69,6 +69,11 @@ type logTotals struct {
 	time             time.Duration
 }
 
+// minus returns the totals accumulated between b and t.
+func (t logTotals) minus(b logTotals) logTotals {
+	return logTotals{commits: t.commits - b.commits, records: t.records - b.records, time: t.time - b.time}
+}
+
 // scenario is one workload. call performs one call (one decision, or one
 // batch for limitmany) on w's next keys and accounts the outcome in w.
 type scenario struct {

@@ -132,16 +132,18 @@ const (
 // alternate between a full cohort and a nearly empty one. A yield queues
 // the writer behind the released callers, which are runnable, so they
 // decide again and append first (a runtime trace at 1024 callers: ~1.6 ms
-// per cycle in these yields, with ~1.65 other goroutines running). Measured (go run ./bench -scenario keys,reserve
-// -mode durable -baselines "" -callers 16,256,1024, three alternating
-// rounds): durable grants/s at 16 callers 1.6x-2.3x, at 1024 callers
-// 1.0x-1.15x, at 256 0.93x-1.45x; records per commit at 1024 callers
-// ~990 instead of ~470. A caller alone pays one yield that returns at
-// once. A batch of settleBytes or more commits at once: its fsyncs are
-// well amortized already, and holding it only idles the disk while the
-// processors work (LimitMany at 1024 callers commits ~1 MiB at a time,
-// and settling cost it 14% there: 1.16M against 1.35M decisions/s,
-// medians of five alternating runs; with the bound, 1.24M-1.47M).
+// per cycle in these yields, with ~1.65 other goroutines running).
+//
+// Measured (go run ./bench -scenario keys,reserve -mode durable
+// -baselines "" -callers 16,256,1024, three alternating rounds): durable
+// grants/s at 16 callers 1.6x-2.3x, at 1024 callers 1.0x-1.15x, at 256
+// 0.93x-1.45x; records per commit at 1024 callers ~990 instead of ~470.
+// A caller alone pays one yield that returns at once. A batch of
+// settleBytes or more commits at once: its fsyncs are well amortized
+// already, and holding it only idles the disk while the processors work
+// (LimitMany at 1024 callers commits ~1 MiB at a time, and settling cost
+// it 14% there: 1.16M against 1.35M decisions/s, medians of five
+// alternating runs; with the bound, 1.24M-1.47M).
 func (l *Log) settle() {
 	for range settleRounds {
 		if len(l.pending.buf) >= settleBytes {
