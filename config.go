@@ -101,6 +101,16 @@ type Options struct {
 	// the last one and the log is not empty; 0 means 10 min, < 0 disables
 	// the trigger.
 	SnapshotInterval time.Duration
+	// LogPreallocate is how far past its used pages Open extends Path with
+	// written zeros, so that log commits that grow the file write into
+	// space the file system has already allocated: their fdatasync then
+	// has no allocation to journal, and takes ~0.26 ms instead of ~0.45 ms
+	// on our test VM (ext4). 0 means 64 MiB (wal.DefaultPreallocate: the
+	// log bytes SnapshotBytes lets grow, by default, before a snapshot
+	// frees log pages for reuse); < 0 writes nothing. At most
+	// wal.MaxPreallocate (16 GiB). The file takes that much disk space at
+	// once, like etcd's preallocated WAL segments.
+	LogPreallocate int64
 	// SweepInterval is how often partitions drop buckets that have refilled
 	// to full (a full bucket equals an absent one); 0 means 1 min, < 0
 	// disables sweeping (snapshots still skip and drop full buckets). The

@@ -21,6 +21,7 @@ func (l *Limiter) openLog() (*wal.Log, error) {
 		Logger:         l.logger,
 		BeforeCommit:   l.opts.beforeCommit,
 		NoFreelistSync: true,
+		Preallocate:    l.opts.LogPreallocate,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)

@@ -3,11 +3,15 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/wal"
 )
 
 // A key the log could not record is refused up front: nothing consumed, and
@@ -130,5 +134,64 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 	out := make([]Decision, 0, 64)
 	if n := testing.AllocsPerRun(500, func() { out = l.LimitMany(ctx, rs, out) }); n != 0 {
 		t.Fatalf("LimitMany allocates %v per call", n)
+	}
+}
+
+// Options out of range are refused by Open with ErrInvalidOptions, before
+// anything is created at Path.
+func TestOpenRejectsInvalidOptions(t *testing.T) {
+	for name, mod := range map[string]func(*Options){
+		"negative partitions":         func(o *Options) { o.Partitions = -1 },
+		"too many partitions":         func(o *Options) { o.Partitions = MaxPartitions + 1 },
+		"log preallocation too large": func(o *Options) { o.LogPreallocate = wal.MaxPreallocate + 1 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rl.db")
+			o := Options{Path: path, Limits: durableLimits}
+			mod(&o)
+			l, err := Open(o)
+			if !errors.Is(err, ErrInvalidOptions) {
+				if err == nil {
+					l.Close()
+				}
+				t.Fatalf("Open: %v, want ErrInvalidOptions", err)
+			}
+			if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("a refused Open left %s behind: %v", path, err)
+			}
+		})
+	}
+}
+
+// A durable limiter's file is preallocated past the log's pages by
+// default, and not at all with LogPreallocate < 0.
+func TestLogPreallocate(t *testing.T) {
+	for _, c := range []struct {
+		pre     int64
+		atLeast int64
+		below   int64
+	}{
+		{0, wal.DefaultPreallocate, -1},
+		{4 << 20, 4 << 20, 5 << 20},
+		{-1, 0, 1 << 20},
+	} {
+		path := filepath.Join(t.TempDir(), "rl.db")
+		l, err := Open(Options{Path: path, Limits: durableLimits, LogPreallocate: c.pre})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Limit(context.Background(), Request{Name: "tb", Key: "k"}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() < c.atLeast || c.below >= 0 && st.Size() >= c.below {
+			t.Errorf("LogPreallocate %d: file size %d, want >= %d and < %d", c.pre, st.Size(), c.atLeast, c.below)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

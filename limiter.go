@@ -51,6 +51,9 @@ func Open(opts Options) (*Limiter, error) {
 	if opts.Partitions < 0 || opts.Partitions > MaxPartitions {
 		return nil, fmt.Errorf("%w: partitions %d not in [0, %d]", ErrInvalidOptions, opts.Partitions, MaxPartitions)
 	}
+	if opts.LogPreallocate > wal.MaxPreallocate {
+		return nil, fmt.Errorf("%w: log preallocation %d above %d", ErrInvalidOptions, opts.LogPreallocate, int64(wal.MaxPreallocate))
+	}
 	procs := runtime.GOMAXPROCS(0)
 	n := opts.Partitions
 	if n == 0 {

@@ -111,6 +111,17 @@
 // cut short, and bytes left over after the last record. A batch version
 // above BatchVersion is ErrVersion. An empty batch (count 0) is valid.
 //
+// # Preallocation
+//
+// Open extends the file with written zeros to Options.Preallocate bytes
+// (64 MiB by default) past the pages bbolt uses, and syncs them, unless the
+// file already reaches that far. bbolt grows its file by truncating it,
+// sparsely, so without this every commit that extends the log writes into
+// blocks the file system allocates at that moment, and the commit's
+// fdatasync must journal the allocation as well as flush the data (see
+// prealloc.go for the measurements). The file therefore takes that much
+// disk space from Open on. bbolt ignores everything past its pages.
+//
 // # Caveats
 //
 //   - Snapshot writes and TruncateTx run in their own bbolt write

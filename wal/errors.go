@@ -21,6 +21,8 @@ var (
 	// would exceed MaxBatchPayload. The Append is refused; the log stays
 	// healthy.
 	ErrTooLarge = errors.New("wal: too large")
+	// ErrInvalidOptions: an Options field is out of range.
+	ErrInvalidOptions = errors.New("wal: invalid options")
 	// ErrPosition: TruncateTx was asked to drop batches past Position.
 	ErrPosition = errors.New("wal: position out of range")
 )

@@ -35,6 +35,15 @@ type Options struct {
 	// freelist (faster), and Open rebuilds it by scanning the file
 	// (slower Open on large files). false by default.
 	NoFreelistSync bool
+	// Preallocate is how many bytes past the end of the pages bbolt uses
+	// Open makes sure the file extends with written zeros (it writes them
+	// past the file's end and syncs them), so that commits extending the
+	// log write into space the file system has already allocated, whose
+	// fdatasync needs no journal commit: see preallocate. 0 means
+	// DefaultPreallocate; < 0 writes nothing; above MaxPreallocate is
+	// ErrInvalidOptions. A failure to write the zeros (a full disk) is
+	// logged as a warning and Open goes on: it only costs speed.
+	Preallocate int64
 }
 
 // Log is a durable, group-committed log of Records in a bbolt file. It is
@@ -66,6 +75,12 @@ type Log struct {
 
 // Open opens or creates the log file at path and starts its writer.
 func Open(path string, opts Options) (*Log, error) {
+	if opts.Preallocate > MaxPreallocate {
+		return nil, fmt.Errorf("%w: Preallocate %d above %d", ErrInvalidOptions, opts.Preallocate, int64(MaxPreallocate))
+	}
+	if opts.Preallocate == 0 {
+		opts.Preallocate = DefaultPreallocate
+	}
 	if opts.LockTimeout == 0 {
 		opts.LockTimeout = time.Second
 	} else if opts.LockTimeout < 0 {
@@ -95,6 +110,11 @@ func Open(path string, opts Options) (*Log, error) {
 		pageSize: db.Info().PageSize,
 	}
 	l.pos.Store(last)
+	if opts.Preallocate > 0 {
+		if err := preallocate(db, path, opts.Preallocate); err != nil {
+			logger.Warn("wal: could not preallocate the log's space; commits that grow the file will be slower", "path", path, "err", err)
+		}
+	}
 	logger.Debug("wal: opened", "path", path, "position", last)
 	go l.run()
 	return l, nil
