@@ -35,14 +35,14 @@ type Options struct {
 	// freelist (faster), and Open rebuilds it by scanning the file
 	// (slower Open on large files). false by default.
 	NoFreelistSync bool
-	// Preallocate is how many bytes past the end of the pages bbolt uses
-	// Open makes sure the file extends with written zeros (it writes them
-	// past the file's end and syncs them), so that commits extending the
-	// log write into space the file system has already allocated, whose
-	// fdatasync needs no journal commit: see preallocate. 0 means
-	// DefaultPreallocate; < 0 writes nothing; above MaxPreallocate is
-	// ErrInvalidOptions. A failure to write the zeros (a full disk) is
-	// logged as a warning and Open goes on: it only costs speed.
+	// Preallocate is how far past the pages bbolt uses Open makes the
+	// file reach, writing zeros past its end and syncing them, so that
+	// commits extending the log write into space the file system has
+	// already allocated, whose fdatasync needs no journal commit (see
+	// preallocate). 0 means DefaultPreallocate; < 0 writes nothing; above
+	// MaxPreallocate is ErrInvalidOptions. A failure to write the zeros (a
+	// full disk) is logged as a warning and Open goes on: it only costs
+	// speed.
 	Preallocate int64
 }
 
