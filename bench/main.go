@@ -22,30 +22,33 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/seed7fbd42b6/ratelimit"
 )
 
 // config is the parsed command line.
 type config struct {
-	dur        time.Duration
-	naiveDur   time.Duration
-	callers    []int
-	nkeys      int
-	scenarios  string
-	mode       string
-	baselines  []string
-	jsonPath   string
-	sample     int
-	batch      int
-	runs       int
-	partitions int
-	zipfS      float64
-	zipfV      float64
-	keyRate    float64
-	keyBurst   float64
-	hotRate    float64
-	dir        string
-	seed       uint64
-	cpuProfile string
+	dur         time.Duration
+	naiveDur    time.Duration
+	callers     []int
+	nkeys       int
+	scenarios   string
+	mode        string
+	baselines   []string
+	jsonPath    string
+	sample      int
+	batch       int
+	runs        int
+	partitions  int
+	preallocate int64
+	zipfS       float64
+	zipfV       float64
+	keyRate     float64
+	keyBurst    float64
+	hotRate     float64
+	dir         string
+	seed        uint64
+	cpuProfile  string
 
 	wl *workload
 }
@@ -67,6 +70,7 @@ func parseFlags() (*config, error) {
 	fs.IntVar(&c.runs, "runs", 1, "measure every cell this many times (round-robin within its scenario and caller count) and report medians; the issue's targets are judged on medians of 3")
 	fs.IntVar(&c.batch, "batch", 64, "requests per LimitMany call")
 	fs.IntVar(&c.partitions, "partitions", 0, "Options.Partitions of our limiter (0: library default)")
+	fs.Int64Var(&c.preallocate, "log-preallocate", 0, "Options.LogPreallocate of our limiter in durable mode, in bytes (0: library default, 64 MiB; -1: none)")
 	fs.Float64Var(&c.zipfS, "zipf-s", 1.1, "Zipf exponent s (> 1) of key popularity: key of rank k is drawn with probability proportional to (v+k)^-s")
 	fs.Float64Var(&c.zipfV, "zipf-v", 1, "Zipf offset v (>= 1)")
 	fs.Float64Var(&c.keyRate, "key-rate", 2000, "per-key limit: tokens per second (keys, limitall, reserve, limitmany)")
@@ -324,11 +328,11 @@ func plan(cfg *config, scs []*scenario, tmp string) []*cell {
 						c.sample = durableSample(sample, n)
 						c.open = func() (impl, error) {
 							p := path(sc.name)
-							im, err := openOurs(p, cfg.partitions, defs)
+							im, err := openOurs(ratelimit.Options{Path: p, Partitions: cfg.partitions, LogPreallocate: cfg.preallocate}, defs)
 							return removeOnClose(im, p), err
 						}
 					} else {
-						c.open = func() (impl, error) { return openOurs("", cfg.partitions, defs) }
+						c.open = func() (impl, error) { return openOurs(ratelimit.Options{Partitions: cfg.partitions}, defs) }
 					}
 					cells = append(cells, c)
 				}
@@ -437,6 +441,7 @@ func settings(cfg *config) map[string]any {
 		"batch":           cfg.batch,
 		"runs":            cfg.runs,
 		"partitions":      cfg.partitions,
+		"log_preallocate": cfg.preallocate,
 		"zipf_s":          cfg.zipfS,
 		"zipf_v":          cfg.zipfV,
 		"key_rate":        cfg.keyRate,

@@ -33,14 +33,14 @@ func (d *limitDef) config() ratelimit.Config {
 	}
 }
 
-// openOurs opens the library with every limit in defs; path "" is memory
-// mode.
-func openOurs(path string, partitions int, defs []*limitDef) (impl, error) {
-	limits := make(map[string]ratelimit.Config, len(defs))
+// openOurs opens the library with opts (the harness's settings) and
+// every limit in defs; opts.Path "" is memory mode.
+func openOurs(opts ratelimit.Options, defs []*limitDef) (impl, error) {
+	opts.Limits = make(map[string]ratelimit.Config, len(defs))
 	for _, d := range defs {
-		limits[d.name] = d.config()
+		opts.Limits[d.name] = d.config()
 	}
-	l, err := ratelimit.Open(ratelimit.Options{Path: path, Limits: limits, Partitions: partitions})
+	l, err := ratelimit.Open(opts)
 	if err != nil {
 		return nil, err
 	}

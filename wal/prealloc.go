@@ -34,7 +34,9 @@ var writeZeros = (*os.File).WriteAt
 // on a virtio disk), 36 KB written then fdatasync'd, p50 of 400: into a
 // sparse file 0.44-0.50 ms, into fallocated space 0.43-0.52 ms
 // (unwritten extents need journalling too), into written zeros 0.26-0.27
-// ms. PostgreSQL zero-fills its WAL segments for the same reason.
+// ms. A whole commit of 1,000 records (BenchmarkCommitBatch, fsync=true,
+// prealloc=on against off, three counts each): 1.14-1.17 ms against
+// 1.29-1.65 ms. PostgreSQL zero-fills its WAL segments for the same reason.
 //
 // It cannot meet bbolt's own writes: bbolt never reads or writes past its
 // high-water mark except in a write transaction's commit, and none runs

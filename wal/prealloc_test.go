@@ -58,8 +58,9 @@ func TestPreallocateWritesZerosPastTheUsedPages(t *testing.T) {
 		t.Fatal("the preallocated space is not zeros")
 	}
 
-	// Records written into it replay after reopening, and a reopen with
-	// the space still ahead writes nothing more.
+	// Records written into it replay after reopening, and the reopened
+	// file reaches n past the pages now used (or stays as it was, if it
+	// already does).
 	var recs []Record
 	for i := range 40 {
 		r := Record{Name: "n", Key: strings.Repeat("k", 900) + string(rune('a'+i%26)), Value: float64(i), TS: int64(i)}
