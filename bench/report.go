@@ -560,7 +560,16 @@ func printGroupCommit(out io.Writer, rs []*result) {
 	if len(cells) == 0 {
 		return
 	}
-	fmt.Fprintln(out, "Group commit (records per commit; mean commit time, fsyncs included; share of the cell spent committing):")
+	runs := 1
+	for _, r := range cells {
+		runs = max(runs, len(r.Runs))
+	}
+	if runs == 1 {
+		fmt.Fprintln(out, "Group commit (records per commit; mean commit time, fsyncs included; share of the cell spent committing):")
+	} else {
+		fmt.Fprintf(out, "Group commit, medians of %d runs except commits, counted over all of them (records per commit;\n", runs)
+		fmt.Fprintln(out, "mean commit time, fsyncs included; share of the cell spent committing):")
+	}
 	w := &trimWriter{w: out}
 	defer w.flush()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -122,9 +122,30 @@ func TestPrintGroupCommitListsCellsWithCommits(t *testing.T) {
 	if strings.Contains(out, "ours/memory") {
 		t.Errorf("output lists a cell without commits:\n%s", out)
 	}
+	if strings.Contains(out, "all of them") {
+		t.Errorf("one run, but the heading speaks of several:\n%s", out)
+	}
 	b.Reset()
 	printGroupCommit(&b, []*result{m})
 	if b.Len() != 0 {
 		t.Errorf("no commits, but printed:\n%s", b.String())
+	}
+}
+
+// With several runs, the commits column is their total while the others
+// are medians, and the heading says so.
+func TestPrintGroupCommitSaysCommitsAreATotal(t *testing.T) {
+	var runs []*result
+	for i, rpc := range []float64{900, 100, 1000} {
+		runs = append(runs, &result{Scenario: "keys", Impl: "ours", Mode: "durable", Callers: 1024,
+			Commits: int64(100 * (i + 1)), RecordsPerCommit: rpc, CommitMean: 1e6, CommitBusy: 0.4})
+	}
+	var b bytes.Buffer
+	printGroupCommit(&b, []*result{combine(runs)})
+	out := b.String()
+	for _, want := range []string{"medians of 3 runs except commits, counted over all of them", " 600 ", "900.0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
