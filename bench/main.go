@@ -66,7 +66,7 @@ func parseFlags() (*config, error) {
 	fs.StringVar(&c.mode, "mode", "all", "our limiter's modes: memory, durable (bbolt file in a temp dir) or all; the naive durable baseline runs only with durable")
 	baselines := fs.String("baselines", "striped,mutex,naive", "comma-separated baselines: striped (64 mutexes), mutex (one), naive (bbolt Update per decision); \"\" for none")
 	fs.StringVar(&c.jsonPath, "json", "", "also write the results as JSON to `FILE`")
-	fs.IntVar(&c.sample, "sample", 16, "time every Nth call per worker (a clock read costs ~50 ns, as much as a baseline decision); durable cells with at most 16 callers, naive and limitmany cells time every call")
+	fs.IntVar(&c.sample, "sample", 16, fmt.Sprintf("time every Nth call per worker (a clock read costs ~50 ns, as much as a baseline decision); durable cells with at most %d callers, naive and limitmany cells time every call", ioBoundCallers))
 	fs.IntVar(&c.runs, "runs", 1, "measure every cell this many times (round-robin within its scenario and caller count) and report medians; the issue's targets are judged on medians of 3")
 	fs.IntVar(&c.batch, "batch", 64, "requests per LimitMany call")
 	fs.IntVar(&c.partitions, "partitions", 0, "Options.Partitions of our limiter (0: library default)")

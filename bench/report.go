@@ -415,8 +415,13 @@ type target struct {
 	Status   string `json:"status"` // pass, miss, n/a (cells not run)
 }
 
+// targetCell names a scenario, and its variant if any, of a target.
+type targetCell struct{ name, variant string }
+
+func (c targetCell) String() string { return strings.TrimSpace(c.name + " " + c.variant) }
+
 // durableTargetScenarios are the cells of the durable <= 3x memory targets.
-var durableTargetScenarios = []struct{ name, variant string }{
+var durableTargetScenarios = []targetCell{
 	{"keys", ""}, {"hot", "shards16"}, {"limitall", ""}, {"reserve", ""}, {"limitmany", ""},
 }
 
@@ -464,7 +469,7 @@ func evalTargets(rs []*result) []target {
 		add("durable keys, 256 callers: p99 < 5 ms", false, false, "")
 	}
 	for _, sc := range durableTargetScenarios {
-		ratio(fmt.Sprintf("durable costs <= 3x memory (%s, 1024 callers)", strings.TrimSpace(sc.name+" "+sc.variant)),
+		ratio(fmt.Sprintf("durable costs <= 3x memory (%s, 1024 callers)", sc),
 			find(sc.name, 1024, "ours", "memory", sc.variant), find(sc.name, 1024, "ours", "durable", sc.variant),
 			func(x float64) bool { return x <= 3 })
 	}
@@ -534,7 +539,7 @@ func printCPURatios(w io.Writer, rs []*result) {
 		}
 		if x := ratioOf(d, m).CPU; x > 0 {
 			parts = append(parts, fmt.Sprintf("%s %s (cores busy %.2f vs %.2f)",
-				strings.TrimSpace(sc.name+" "+sc.variant), fmtX(x), d.CPUCores, m.CPUCores))
+				sc, fmtX(x), d.CPUCores, m.CPUCores))
 		}
 	}
 	if len(parts) == 0 {

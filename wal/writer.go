@@ -147,10 +147,11 @@ const (
 //
 // A yield only waits while every processor has callers to run: an idle
 // one takes the writer off the global run queue at once. At 256 callers
-// the two yields measured 5-65 us and caught ~20 of the ~150-200 callers
-// just released, who then share the commit after; waiting for them
-// instead cost more at 1024 callers than it gained at 256 (bench/README.md,
-// "Waiting for the woken callers to run again").
+// the two yields took 33-73 us (medians; ~1.9 ms at 1024 callers) and
+// caught ~40 of the ~150 callers just released, the rest sharing the
+// commit after; waiting for them instead cost more at 1024 callers than
+// it gained at 256 (bench/README.md, "Waiting for the woken callers to
+// run again").
 func (l *Log) settle() {
 	for range settleRounds {
 		if len(l.pending.buf) >= settleBytes {
