@@ -26,9 +26,16 @@ type result struct {
 	Decisions       int64   `json:"decisions"`
 	Denied          int64   `json:"denied"`
 	Errors          int64   `json:"errors"`
+	Granted         int64   `json:"granted"`
 	FirstError      string  `json:"first_error,omitempty"`
 	DecisionsPerSec float64 `json:"decisions_per_sec"`
 	DeniedFraction  float64 `json:"denied_fraction"`
+
+	// GrantsPerSec counts only the granted decisions (issue 4's 300,000
+	// target is in grants/s). It falls short of DecisionsPerSec by the
+	// denied fraction, which grows with throughput (bench/README.md,
+	// "About a third denied"), so it is not a fixed share of it.
+	GrantsPerSec float64 `json:"grants_per_sec"`
 
 	// Latency of one call (one decision; one batch for limitmany), from
 	// every Sample-th call of each worker.
@@ -89,6 +96,7 @@ type ratio struct {
 func (r *result) fill(h *hist, mallocs, bytes uint64, cpu time.Duration) {
 	if r.Seconds > 0 {
 		r.DecisionsPerSec = float64(r.Decisions) / r.Seconds
+		r.GrantsPerSec = float64(r.Granted) / r.Seconds
 		r.CPUCores = cpu.Seconds() / r.Seconds
 	}
 	if r.Decisions > 0 {
@@ -135,7 +143,7 @@ func combine(runs []*result) *result {
 	}
 	c := *runs[0]
 	c.Runs = runs
-	c.Seconds, c.Calls, c.Decisions, c.Denied, c.Errors, c.LatencySamples, c.Commits = 0, 0, 0, 0, 0, 0, 0
+	c.Seconds, c.Calls, c.Decisions, c.Denied, c.Errors, c.Granted, c.LatencySamples, c.Commits = 0, 0, 0, 0, 0, 0, 0, 0
 	c.FirstError, c.Check = "", check{OK: true}
 	for _, r := range runs {
 		c.Seconds += r.Seconds
@@ -143,6 +151,7 @@ func combine(runs []*result) *result {
 		c.Decisions += r.Decisions
 		c.Denied += r.Denied
 		c.Errors += r.Errors
+		c.Granted += r.Granted
 		c.LatencySamples += r.LatencySamples
 		c.Commits += r.Commits
 		if c.FirstError == "" {
@@ -155,6 +164,7 @@ func combine(runs []*result) *result {
 		}
 	}
 	c.DecisionsPerSec = medianOf(runs, func(r *result) float64 { return r.DecisionsPerSec })
+	c.GrantsPerSec = medianOf(runs, func(r *result) float64 { return r.GrantsPerSec })
 	c.DeniedFraction = medianOf(runs, func(r *result) float64 { return r.DeniedFraction })
 	c.P50 = medianOf(runs, func(r *result) float64 { return r.P50 })
 	c.P99 = medianOf(runs, func(r *result) float64 { return r.P99 })
@@ -458,10 +468,13 @@ func evalTargets(rs []*result) []target {
 	dur := find("keys", 1024, "ours", "durable", "")
 	ratio("durable keys, 1024 callers: >= 100x naive durable", dur, find("keys", 1024, "naive", "durable", ""),
 		func(x float64) bool { return x >= 100 })
+	// The issue counts grants here, not decisions (a third of which are
+	// denials that need no commit).
+	const grantsTarget = "durable keys, 1024 callers: >= 300,000 grants/s"
 	if dur != nil {
-		add("durable keys, 1024 callers: >= 300,000 decisions/s", dur.DecisionsPerSec >= 300e3, true, fmtRate(dur.DecisionsPerSec)+"/s")
+		add(grantsTarget, dur.GrantsPerSec >= 300e3, true, fmtGrants(dur))
 	} else {
-		add("durable keys, 1024 callers: >= 300,000 decisions/s", false, false, "")
+		add(grantsTarget, false, false, "")
 	}
 	if d := find("keys", 256, "ours", "durable", ""); d != nil {
 		add("durable keys, 256 callers: p99 < 5 ms", d.P99 < 5e6, true, fmtDur(d.P99))
@@ -483,6 +496,21 @@ func evalTargets(rs []*result) []target {
 	ratio("memory hot, 256 callers: Shards 16 > unsharded", find("hot", 256, "ours", "memory", "shards16"),
 		find("hot", 256, "ours", "memory", "unsharded"), func(x float64) bool { return x > 1 })
 	return ts
+}
+
+// fmtGrants shows r's grants/s, each run's, and its decisions/s.
+func fmtGrants(r *result) string {
+	var sb strings.Builder
+	sb.WriteString(fmtRate(r.GrantsPerSec) + "/s (")
+	if len(r.Runs) > 1 {
+		sb.WriteString("runs:")
+		for _, x := range r.Runs {
+			sb.WriteString(" " + fmtRate(x.GrantsPerSec))
+		}
+		sb.WriteString("; ")
+	}
+	sb.WriteString(fmtRate(r.DecisionsPerSec) + " decisions/s)")
+	return sb.String()
 }
 
 // runRatios is a/b run by run; nil for a single run.

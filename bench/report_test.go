@@ -149,3 +149,41 @@ func TestPrintGroupCommitSaysCommitsAreATotal(t *testing.T) {
 		}
 	}
 }
+
+// The 300,000 target counts grants: a cell deciding more than
+// 300k/s but granting fewer misses it, and the figure is the median of the
+// runs' grants/s.
+func TestGrantsTargetCountsGrantsNotDecisions(t *testing.T) {
+	cell := func(grants ...int64) *result {
+		var runs []*result
+		for _, g := range grants {
+			r := &result{Scenario: "keys", Impl: "ours", Mode: "durable", Callers: 1024,
+				Seconds: 1, Decisions: 420_000, Granted: g, Denied: 420_000 - g}
+			r.fill(&hist{}, 0, 0, 0)
+			runs = append(runs, r)
+		}
+		return combine(runs)
+	}
+	status := func(r *result) target {
+		for _, tg := range evalTargets([]*result{r}) {
+			if strings.Contains(tg.Name, "300,000") {
+				return tg
+			}
+		}
+		t.Fatal("no 300,000 target")
+		return target{}
+	}
+	low := cell(310_000, 290_000, 295_000) // median 295k grants, 420k decisions
+	if low.GrantsPerSec != 295_000 {
+		t.Errorf("GrantsPerSec = %v, want the median run's 295000", low.GrantsPerSec)
+	}
+	if tg := status(low); tg.Status != "miss" || !strings.Contains(tg.Name, "grants/s") {
+		t.Errorf("420k decisions/s but 295k grants/s: %+v, want a miss on grants/s", tg)
+	}
+	if tg := status(low); !strings.Contains(tg.Measured, "295.0k/s") || !strings.Contains(tg.Measured, "420.0k decisions/s") {
+		t.Errorf("measured %q, want grants/s and decisions/s shown", tg.Measured)
+	}
+	if tg := status(cell(305_000, 290_000, 301_000)); tg.Status != "pass" {
+		t.Errorf("median 301k grants/s: %+v, want pass", tg)
+	}
+}

@@ -242,6 +242,7 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 		}
 		h.merge(&w.hist)
 	}
+	res.Granted = granted
 	res.Denied = res.Decisions - granted - res.Errors
 	if closeErr != nil && res.FirstError == "" {
 		res.Errors++
