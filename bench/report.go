@@ -45,6 +45,10 @@ type result struct {
 	P99            float64 `json:"p99_ns"`
 	P999           float64 `json:"p999_ns"`
 	Max            float64 `json:"max_ns"`
+	// P99Granted is the p99 of the sampled calls that granted at least
+	// one decision: a denial needs no commit, so in durable mode it is
+	// the latency of a call that waited for the disk.
+	P99Granted float64 `json:"p99_granted_ns"`
 
 	AllocsPerDecision float64 `json:"allocs_per_decision"`
 	BytesPerDecision  float64 `json:"bytes_per_decision"`
@@ -168,6 +172,7 @@ func combine(runs []*result) *result {
 	c.DeniedFraction = medianOf(runs, func(r *result) float64 { return r.DeniedFraction })
 	c.P50 = medianOf(runs, func(r *result) float64 { return r.P50 })
 	c.P99 = medianOf(runs, func(r *result) float64 { return r.P99 })
+	c.P99Granted = medianOf(runs, func(r *result) float64 { return r.P99Granted })
 	c.P999 = medianOf(runs, func(r *result) float64 { return r.P999 })
 	c.AllocsPerDecision = medianOf(runs, func(r *result) float64 { return r.AllocsPerDecision })
 	c.BytesPerDecision = medianOf(runs, func(r *result) float64 { return r.BytesPerDecision })
@@ -477,7 +482,10 @@ func evalTargets(rs []*result) []target {
 		add(grantsTarget, false, false, "")
 	}
 	if d := find("keys", 256, "ours", "durable", ""); d != nil {
-		add("durable keys, 256 callers: p99 < 5 ms", d.P99 < 5e6, true, fmtDur(d.P99))
+		// Judged on every call, as the issue states it; the calls that
+		// granted (and so waited for a commit) are shown beside it.
+		add("durable keys, 256 callers: p99 < 5 ms", d.P99 < 5e6, true,
+			fmtDur(d.P99)+" (granted calls: "+fmtDur(d.P99Granted)+")")
 	} else {
 		add("durable keys, 256 callers: p99 < 5 ms", false, false, "")
 	}

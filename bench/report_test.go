@@ -187,3 +187,17 @@ func TestGrantsTargetCountsGrantsNotDecisions(t *testing.T) {
 		t.Errorf("median 301k grants/s: %+v, want pass", tg)
 	}
 }
+
+// A timed call lands in the granted calls' histogram only if it granted
+// something; every timed call lands in the histogram of all calls.
+func TestTimedCallSplitsGrantedCalls(t *testing.T) {
+	w := &worker{}
+	grant := func(_ impl, w *worker, _ *variant) { w.accountGlobal(true, nil) }
+	deny := func(_ impl, w *worker, _ *variant) { w.accountGlobal(false, nil) }
+	for _, c := range []func(impl, *worker, *variant){grant, deny, deny, grant, deny} {
+		w.timedCall(c, nil, nil)
+	}
+	if w.hist.n != 5 || w.grantedHist.n != 2 {
+		t.Fatalf("all calls %d, granted calls %d; want 5 and 2", w.hist.n, w.grantedHist.n)
+	}
+}

@@ -26,7 +26,8 @@ type worker struct {
 
 	globalGrants int64 // tokens granted from the scenario's global limit
 
-	hist hist // latency of sampled calls
+	hist        hist // latency of sampled calls
+	grantedHist hist // latency of the sampled calls that granted something
 
 	batchKeys []string
 	batchIdx  []uint32
@@ -58,6 +59,18 @@ func (w *worker) reserveGrants(n int) {
 	if cap(w.grants) < n {
 		w.grants = make([]uint32, 0, n)
 		clear(w.grants[:n])
+	}
+}
+
+// timedCall makes one call and records its latency in w.hist, and also in
+// w.grantedHist if it granted a decision.
+func (w *worker) timedCall(call func(impl, *worker, *variant), im impl, v *variant) {
+	g, t := w.granted, time.Now()
+	call(im, w, v)
+	d := time.Since(t)
+	w.hist.record(d)
+	if w.granted > g {
+		w.grantedHist.record(d)
 	}
 }
 
@@ -100,6 +113,7 @@ func (w *worker) reset(batch int) {
 	w.grants = w.grants[:0]
 	w.firstErr = nil
 	w.hist.reset()
+	w.grantedHist.reset()
 	if cap(w.batchKeys) < batch {
 		w.batchKeys = make([]string, batch)
 		w.batchIdx = make([]uint32, batch)
@@ -182,9 +196,7 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 			left := 0 // calls until the next timed one
 			for !stop.Load() {
 				if left == 0 {
-					t := time.Now()
-					call(im, w, v)
-					w.hist.record(time.Since(t))
+					w.timedCall(call, im, v)
 					left = sample
 				} else {
 					call(im, w, v)
@@ -230,7 +242,7 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 	if c.sc.batch {
 		res.Batch = batch
 	}
-	var h hist
+	var h, hg hist
 	var granted int64
 	for _, w := range ws {
 		res.Calls += w.calls
@@ -241,6 +253,7 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 			res.FirstError = w.firstErr.Error()
 		}
 		h.merge(&w.hist)
+		hg.merge(&w.grantedHist)
 	}
 	res.Granted = granted
 	res.Denied = res.Decisions - granted - res.Errors
@@ -248,6 +261,7 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 		res.Errors++
 		res.FirstError = "close: " + closeErr.Error()
 	}
+	res.P99Granted = float64(hg.quantile(0.99))
 	res.fill(&h, m1.Mallocs-m0.Mallocs, m1.TotalAlloc-m0.TotalAlloc, cpu1-cpu0)
 	res.fillLog(log1.minus(log0))
 	res.Check = r.check(c, v, ws, t1.Sub(tOpen))
