@@ -97,7 +97,9 @@ type ratio struct {
 	CPU        float64  `json:"cpu_per_decision,omitempty"` // absent where CPU time is not measured
 }
 
-func (r *result) fill(h *hist, mallocs, bytes uint64, cpu time.Duration) {
+// fill sets the figures of a cell from its latency histograms (all timed
+// calls, and those that granted), allocation counts and CPU time.
+func (r *result) fill(h, granted *hist, mallocs, bytes uint64, cpu time.Duration) {
 	if r.Seconds > 0 {
 		r.DecisionsPerSec = float64(r.Decisions) / r.Seconds
 		r.GrantsPerSec = float64(r.Granted) / r.Seconds
@@ -113,6 +115,7 @@ func (r *result) fill(h *hist, mallocs, bytes uint64, cpu time.Duration) {
 	r.P50 = float64(h.quantile(0.50))
 	r.P99 = float64(h.quantile(0.99))
 	r.P999 = float64(h.quantile(0.999))
+	r.P99Granted = float64(granted.quantile(0.99))
 	r.Max = float64(h.max)
 }
 
@@ -468,7 +471,11 @@ func evalTargets(rs []*result) []target {
 			return
 		}
 		x := ratioOf(a, b).Throughput
-		add(name, pass(x), true, fmtX(x)+fmtRuns(runRatios(a, b)))
+		measured := fmtX(x)
+		if runs := fmtRuns(runRatios(a, b), fmt3g); runs != "" {
+			measured += " (" + runs + ")"
+		}
+		add(name, pass(x), true, measured)
 	}
 	dur := find("keys", 1024, "ours", "durable", "")
 	ratio("durable keys, 1024 callers: >= 100x naive durable", dur, find("keys", 1024, "naive", "durable", ""),
@@ -508,17 +515,15 @@ func evalTargets(rs []*result) []target {
 
 // fmtGrants shows r's grants/s, each run's, and its decisions/s.
 func fmtGrants(r *result) string {
-	var sb strings.Builder
-	sb.WriteString(fmtRate(r.GrantsPerSec) + "/s (")
-	if len(r.Runs) > 1 {
-		sb.WriteString("runs:")
-		for _, x := range r.Runs {
-			sb.WriteString(" " + fmtRate(x.GrantsPerSec))
-		}
-		sb.WriteString("; ")
+	var xs []float64
+	for _, x := range r.Runs {
+		xs = append(xs, x.GrantsPerSec)
 	}
-	sb.WriteString(fmtRate(r.DecisionsPerSec) + " decisions/s)")
-	return sb.String()
+	s := fmtRate(r.DecisionsPerSec) + " decisions/s"
+	if runs := fmtRuns(xs, fmtRate); runs != "" {
+		s = runs + "; " + s
+	}
+	return fmtRate(r.GrantsPerSec) + "/s (" + s + ")"
 }
 
 // runRatios is a/b run by run; nil for a single run.
@@ -535,18 +540,20 @@ func runRatios(a, b *result) []float64 {
 	return xs
 }
 
-func fmtRuns(xs []float64) string {
-	if len(xs) == 0 {
+// fmtRuns lists each run's figure, formatted by f: "runs: a b c"; "" for
+// fewer than two runs.
+func fmtRuns(xs []float64, f func(float64) string) string {
+	if len(xs) < 2 {
 		return ""
 	}
-	var sb strings.Builder
-	sb.WriteString(" (runs:")
-	for _, x := range xs {
-		fmt.Fprintf(&sb, " %.3g", x)
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = f(x)
 	}
-	sb.WriteString(")")
-	return sb.String()
+	return "runs: " + strings.Join(parts, " ")
 }
+
+func fmt3g(x float64) string { return fmt.Sprintf("%.3g", x) }
 
 func printTargets(w io.Writer, ts []target, runs int) {
 	if runs == 1 {

@@ -9,7 +9,7 @@ import (
 
 func TestFillComputesCPUPerDecisionAndCores(t *testing.T) {
 	r := &result{Seconds: 2, Decisions: 1000}
-	r.fill(&hist{}, 0, 0, 3*time.Millisecond)
+	r.fill(&hist{}, &hist{}, 0, 0, 3*time.Millisecond)
 	if r.CPUPerDecision != 3000 {
 		t.Errorf("CPUPerDecision = %v ns, want 3000", r.CPUPerDecision)
 	}
@@ -17,7 +17,7 @@ func TestFillComputesCPUPerDecisionAndCores(t *testing.T) {
 		t.Errorf("CPUCores = %v, want 0.0015", r.CPUCores)
 	}
 	z := &result{}
-	z.fill(&hist{}, 0, 0, time.Second) // no decisions, no time: no division by zero
+	z.fill(&hist{}, &hist{}, 0, 0, time.Second) // no decisions, no time: no division by zero
 	if z.CPUPerDecision != 0 || z.CPUCores != 0 {
 		t.Errorf("empty cell: CPUPerDecision %v, CPUCores %v; want 0, 0", z.CPUPerDecision, z.CPUCores)
 	}
@@ -159,7 +159,7 @@ func TestGrantsTargetCountsGrantsNotDecisions(t *testing.T) {
 		for _, g := range grants {
 			r := &result{Scenario: "keys", Impl: "ours", Mode: "durable", Callers: 1024,
 				Seconds: 1, Decisions: 420_000, Granted: g, Denied: 420_000 - g}
-			r.fill(&hist{}, 0, 0, 0)
+			r.fill(&hist{}, &hist{}, 0, 0, 0)
 			runs = append(runs, r)
 		}
 		return combine(runs)

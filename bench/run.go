@@ -261,8 +261,7 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 		res.Errors++
 		res.FirstError = "close: " + closeErr.Error()
 	}
-	res.P99Granted = float64(hg.quantile(0.99))
-	res.fill(&h, m1.Mallocs-m0.Mallocs, m1.TotalAlloc-m0.TotalAlloc, cpu1-cpu0)
+	res.fill(&h, &hg, m1.Mallocs-m0.Mallocs, m1.TotalAlloc-m0.TotalAlloc, cpu1-cpu0)
 	res.fillLog(log1.minus(log0))
 	res.Check = r.check(c, v, ws, t1.Sub(tOpen))
 	return res, nil
