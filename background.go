@@ -74,18 +74,25 @@ func (l *Limiter) startBackground() {
 					l.sweepGently()
 					lastSweep = now
 				}
-				if l.log == nil || l.log.Err() != nil {
-					continue
-				}
-				grown := l.log.Written() - l.snapBytes.Load()
-				due := snapBytes > 0 && grown >= snapBytes ||
-					snapEvery > 0 && grown > 0 && now.Sub(time.Unix(0, l.lastSnap.Load())) >= snapEvery
-				if due {
+				if l.snapshotDue(now, snapBytes, snapEvery) {
 					l.Snapshot()
 				}
 			}
 		}
 	}()
+}
+
+// snapshotDue reports whether a snapshot is due at now: the log holds
+// everyBytes or more that no snapshot covers, or it holds some and every
+// has passed since the last snapshot (or Open). A log tail recovered at
+// Open counts (see recover). everyBytes or every <= 0 disables its trigger.
+func (l *Limiter) snapshotDue(now time.Time, everyBytes int64, every time.Duration) bool {
+	if l.log == nil || l.log.Err() != nil {
+		return false
+	}
+	uncovered := l.log.Written() - l.snapBytes.Load()
+	return everyBytes > 0 && uncovered >= everyBytes ||
+		every > 0 && uncovered > 0 && now.Sub(time.Unix(0, l.lastSnap.Load())) >= every
 }
 
 // pick returns d, or def when d is 0; negative stays negative (disabled).

@@ -94,11 +94,13 @@ type Options struct {
 	// LockTimeout bounds how long Open waits for another process's lock on
 	// Path; 0 means 1 s, < 0 tries once without waiting.
 	LockTimeout time.Duration
-	// SnapshotBytes triggers a snapshot once this many log bytes were
-	// written since the last one; 0 means 64 MiB, < 0 disables the trigger.
+	// SnapshotBytes triggers a snapshot once the log holds this many bytes
+	// that no snapshot covers (the log tail recovered at Open included);
+	// 0 means 64 MiB, < 0 disables the trigger.
 	SnapshotBytes int64
 	// SnapshotInterval triggers a snapshot when this much time passed since
-	// the last one and the log is not empty; 0 means 10 min, < 0 disables
+	// the last one (or Open) and the log holds records no snapshot covers
+	// (a tail recovered at Open included); 0 means 10 min, < 0 disables
 	// the trigger.
 	SnapshotInterval time.Duration
 	// LogPreallocate is how far past its used pages Open extends Path with

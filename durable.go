@@ -52,6 +52,9 @@ func (l *Limiter) recover() error {
 	if err := l.log.Replay(pos, apply); err != nil {
 		return fmt.Errorf("%w: replaying log: %w", ErrUnavailable, err)
 	}
+	// The recovered tail counts toward the next snapshot's triggers as if
+	// this process had written it: it is log no snapshot covers yet.
+	l.snapBytes.Store(-l.log.Replayed())
 	l.logger.Info("ratelimit: recovered", "path", l.opts.Path, "snapshot_pos", pos,
 		"snapshot_records", fromSnap, "log_records", n-fromSnap, "took", time.Since(start))
 	return nil

@@ -287,3 +287,45 @@ func TestGentleSweepReclaims(t *testing.T) {
 		t.Fatalf("a bucket that is not full was dropped (value %v)", v)
 	}
 }
+
+// A log tail recovered at Open counts toward the snapshot triggers: a
+// process that restarts and then writes nothing still snapshots it on the
+// interval, and a tail over SnapshotBytes is due at once.
+func TestRecoveredTailCountsTowardSnapshot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rl.db")
+	clk := newFakeClock()
+	l := openDurable(t, path, clk, nil)
+	for i := range 5 {
+		mustLimit(t, l, Request{Name: "tb", Key: strconv.Itoa(i), Count: 1})
+	}
+	written := l.log.Written()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	l = openDurable(t, path, clk, nil)
+	defer l.Close()
+	if got := l.log.Replayed(); got != written {
+		t.Fatalf("replayed %d bytes of log, the last process wrote %d", got, written)
+	}
+	later := time.Now().Add(time.Hour)
+	if !l.snapshotDue(later, -1, time.Minute) {
+		t.Fatal("interval trigger: a recovered tail no snapshot covers is not due")
+	}
+	if !l.snapshotDue(time.Now(), written, -1) {
+		t.Fatalf("bytes trigger at %d: a recovered tail of %d bytes is not due", written, written)
+	}
+	if l.snapshotDue(time.Now(), written+1, -1) {
+		t.Fatalf("bytes trigger at %d: due with only %d bytes uncovered", written+1, written)
+	}
+	if err := l.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if l.snapshotDue(later, 1, time.Minute) {
+		t.Fatal("due again right after a snapshot with nothing new logged")
+	}
+	mustLimit(t, l, Request{Name: "tb", Key: "x", Count: 1})
+	if !l.snapshotDue(later, -1, time.Minute) {
+		t.Fatal("interval trigger: a new record after the snapshot is not due")
+	}
+}

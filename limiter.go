@@ -33,7 +33,7 @@ type Limiter struct {
 	snapMu    sync.Mutex    // one snapshot at a time
 	errors    atomic.Uint64 // requests answered with ErrUnavailable
 	lastSnap  atomic.Int64  // Unix nanoseconds of the last snapshot (or Open)
-	snapBytes atomic.Int64  // log bytes written when the last snapshot began
+	snapBytes atomic.Int64  // log bytes written when the last snapshot began (minus the tail recovered at Open)
 	snapshots atomic.Uint64 // snapshots written since Open
 }
 

@@ -67,6 +67,7 @@ type Log struct {
 	failure  atomic.Pointer[error] // sticky commit error
 	pos      atomic.Uint64
 	written  atomic.Int64
+	replayed atomic.Int64
 	stats    statCounters
 
 	closeOnce sync.Once
@@ -191,6 +192,11 @@ func (l *Log) Position() uint64 { return l.pos.Load() }
 
 // Written returns the encoded bytes committed to the log since Open.
 func (l *Log) Written() int64 { return l.written.Load() }
+
+// Replayed returns the encoded bytes of the batches Replay has decoded
+// since Open: with Written, how much log the last snapshot does not cover
+// (when Replay started from that snapshot's position).
+func (l *Log) Replayed() int64 { return l.replayed.Load() }
 
 // DB returns the underlying bbolt database, for snapshots sharing the file.
 // Do not close it; use Log.Close.

@@ -15,6 +15,7 @@ import (
 // sequence, stops Replay with an error wrapping ErrCorrupt that names the
 // sequence number; fn has then seen every record of every earlier batch and
 // none of the bad one. An error from fn stops Replay and is returned as is.
+// Replayed then counts the bytes of the batches it decoded.
 func (l *Log) Replay(after uint64, fn func(Record) error) (err error) {
 	if after == math.MaxUint64 {
 		return nil
@@ -37,6 +38,7 @@ func (l *Log) Replay(after uint64, fn func(Record) error) (err error) {
 				return fmt.Errorf("%w: log batch %d follows %d", ErrCorrupt, seq, prev)
 			}
 			prev = seq
+			l.replayed.Add(int64(len(batch)))
 			fnErr := error(nil)
 			err := DecodeBatch(batch, func(r Record) error {
 				inFn = true
