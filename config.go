@@ -68,7 +68,8 @@ type Config struct {
 	// Start is, for FixedWindow only, a time at which a window begins. Zero
 	// derives the phase from a hash of (name, key): deterministic across
 	// resets and restarts, and spread over keys. Must be zero for
-	// TokenBucket.
+	// TokenBucket, and otherwise within the years 1678 to 2261 (Unix
+	// nanoseconds in an int64).
 	Start time.Time
 }
 

@@ -41,10 +41,14 @@
 //     counts and per-shard capacities are integers (float sums of fractions
 //     may round differently in another order).
 //   - Errors are for requests that cannot be decided (bad input: ErrInvalidCount,
-//     ErrInvalidConfig, ErrUnknownLimit; ErrClosed; a context's error;
-//     ErrUnavailable). An error consumes nothing, with one documented
-//     exception: a request whose context ends after a partition took it up
-//     may still be granted. A denial is Status.OK == false with a nil error.
+//     ErrInvalidConfig, ErrInvalidKey, ErrUnknownLimit; ErrClosed; a
+//     context's error, returned unwrapped; ErrUnavailable). An error
+//     consumes nothing, with two exceptions, both of which can only
+//     under-admit: a request whose context ends after a partition took it
+//     up may still be granted, and a grant answered ErrUnavailable because
+//     its commit failed stays counted until reopening (and after, if its
+//     record reached the disk). A denial is Status.OK == false with a nil
+//     error.
 //
 // # Concurrency
 //

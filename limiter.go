@@ -112,8 +112,8 @@ func (l *Limiter) Close() error {
 
 // Limit asks for r.Count tokens and, if they are granted, takes them. A
 // denial is OK == false with a nil error; an error means the request could
-// not be decided and nothing was taken. With Options.Path set, a grant is
-// on disk before Limit returns.
+// not be decided and nothing was taken (but see ErrUnavailable). With
+// Options.Path set, a grant is on disk before Limit returns.
 //
 // If ctx ends while the request waits, Limit returns ctx's error; a request
 // a partition had already taken up may still be granted (and committed):

@@ -84,5 +84,5 @@ type Value struct {
 // Decision is one request's outcome in LimitMany.
 type Decision struct {
 	Status
-	Err error // non-nil: the request could not be decided (nothing consumed)
+	Err error // non-nil: the request could not be decided (nothing consumed, but see ErrUnavailable)
 }

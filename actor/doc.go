@@ -66,7 +66,8 @@
 // the batch the partition hands all its records, with the messages that
 // wrote them, to the Log; the Log calls back once they are durable, and only
 // then are those messages finished and their callers released. In memory
-// mode the Log is a no-op that calls back at once: the same code path.
+// mode no records are built and a batch's writing messages finish at the
+// same point, without a Log (see below).
 // Messages that wrote nothing (denials, checks, reads) finish immediately;
 // they may rest on grants not yet durable, which can only under-admit.
 //

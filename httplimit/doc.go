@@ -42,13 +42,16 @@
 //
 // When the limiter cannot decide (it is closed, its write-ahead log failed,
 // the request's context ended), the answer is 503 Service Unavailable, never
-// a silent pass. Options.FailOpen turns that into a pass; it is dangerous:
-// a broken disk then disables rate limiting altogether.
+// a silent pass. Options.FailOpen turns the limiter's own failures (not an
+// ended request context) into a pass; it is dangerous: a broken disk then
+// disables rate limiting altogether.
 //
-// Other refusals: a key function error is 400 Bad Request; a cost the limit
-// can never grant (ratelimit.ErrInvalidCount: more than its capacity) is
-// 413 Content Too Large; a Cost function that returns a negative, NaN or
-// infinite cost is 500. Options.OnError replaces all of these responses.
+// Other refusals: a key function error, an empty key or one longer than
+// ratelimit.MaxKeyLen is 400 Bad Request; a cost the limit can never grant
+// (ratelimit.ErrInvalidCount: more than it can ever grant at once, see
+// ratelimit.Request.Count) is 413 Content Too Large; a Cost function that
+// returns a negative, NaN or infinite cost is 500. Options.OnError replaces
+// all of these responses.
 //
 // # Caveats
 //

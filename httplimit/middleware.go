@@ -17,8 +17,8 @@ import (
 // Options configure Middleware.
 type Options struct {
 	// Limits are the names of the limiter's limits that every request uses,
-	// all under the request's key; at least one. Several are taken all or
-	// none (Limiter.LimitAll).
+	// all under the request's key; at least one name across Limits and
+	// GlobalLimits. Several are taken all or none (Limiter.LimitAll).
 	Limits []string
 	// GlobalLimits are limits every request also takes from, in the
 	// limit's one shared bucket (key "") rather than under the request's
@@ -53,7 +53,8 @@ type Options struct {
 	// means 400, 413, 500 and 503 respectively, with a JSON body.
 	OnError func(w http.ResponseWriter, r *http.Request, err error)
 	// Logger receives limiter errors (Error), fail-open passes (Warn) and
-	// refused requests (Debug); nil discards.
+	// refused requests (Debug, or Error for a 5xx refusal such as a bad
+	// Cost); nil discards.
 	Logger *slog.Logger
 }
 
@@ -81,9 +82,10 @@ type middleware struct {
 }
 
 // Middleware returns a function that wraps handlers with rate limiting as
-// opts describe. It fails (ErrOptions, or ratelimit.ErrUnknownLimit) if no
-// limit is named, a name is repeated, unknown to l, or not printable ASCII
-// (it must fit a header field).
+// opts describe. It fails (ErrOptions, or ratelimit.ErrUnknownLimit) if l
+// is nil, no limit is named, a name is repeated, unknown to l, or not
+// printable ASCII (it must fit a header field), or Reserve is set and a
+// limit's MaxReserved is 0.
 func Middleware(l *ratelimit.Limiter, opts Options) (func(http.Handler) http.Handler, error) {
 	m, err := newMiddleware(l, opts)
 	if err != nil {
@@ -155,8 +157,14 @@ func newMiddleware(l *ratelimit.Limiter, opts Options) (*middleware, error) {
 func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	ctx := r.Context()
 	key, err := m.key(r)
-	if err == nil && key == "" {
+	switch {
+	case err != nil:
+	case key == "":
 		err = errors.New("empty key")
+	case len(key) > ratelimit.MaxKeyLen:
+		// The client's doing (a header it sent), so a 400 like any key
+		// error, and not a limiter fault that FailOpen would let through.
+		err = fmt.Errorf("%w: %d bytes, longer than %d", ratelimit.ErrInvalidKey, len(key), ratelimit.MaxKeyLen)
 	}
 	if err != nil {
 		m.refuse(w, r, fmt.Errorf("%w: %w", ErrKey, err))

@@ -452,3 +452,26 @@ func TestReserveNeedsMaxReserved(t *testing.T) {
 		t.Fatalf("Reserve with unlimited MaxReserved: %v, want ErrOptions", err)
 	}
 }
+
+// A key longer than ratelimit.MaxKeyLen is the client's doing: 400 with
+// ErrKey (wrapping ratelimit.ErrInvalidKey), never a 503, and never let
+// through by FailOpen.
+func TestOverlongKey(t *testing.T) {
+	long := strings.Repeat("k", ratelimit.MaxKeyLen+1)
+	for _, failOpen := range []bool{false, true} {
+		var seen error
+		e := newEnv(t, map[string]ratelimit.Config{"api": tb(10, time.Minute, 0)}, Options{
+			Limits:   []string{"api"},
+			Key:      func(*http.Request) (string, error) { return long, nil },
+			FailOpen: failOpen,
+		})
+		if r := e.get(t); r.code != 400 || r.body != `{"error":"no rate-limit key"}` || e.served != 0 {
+			t.Fatalf("FailOpen=%v: %+v, served %d", failOpen, r, e.served)
+		}
+		e.mw.opts.OnError = func(w http.ResponseWriter, r *http.Request, err error) { seen = err; w.WriteHeader(400) }
+		e.get(t)
+		if !errors.Is(seen, ErrKey) || !errors.Is(seen, ratelimit.ErrInvalidKey) {
+			t.Fatalf("FailOpen=%v: OnError got %v", failOpen, seen)
+		}
+	}
+}

@@ -1,8 +1,9 @@
 // Sharded: one global limit hit from many goroutines at once. Shards: 8
-// splits the limit's rate and capacity over 8 buckets on different
-// partitions, so concurrent requests do not queue on one goroutine; each
-// request picks the better of two random shards. The bound still holds:
-// with the clock frozen, no more than the capacity is ever granted.
+// splits the limit's rate and capacity over 8 buckets spread over up to
+// GOMAXPROCS partitions, so concurrent requests queue less on one
+// goroutine; each request picks the better of two random shards. The bound
+// still holds: with the clock frozen, no more than the capacity is ever
+// granted.
 package main
 
 import (
