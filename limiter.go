@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit/actor"
+	"github.com/seed7fbd42b6/ratelimit/bucket"
 	"github.com/seed7fbd42b6/ratelimit/wal"
 )
 
@@ -161,7 +163,10 @@ func (l *Limiter) one(ctx context.Context, r Request, op actor.Op) (Status, erro
 // LimitAll asks every request at once: all are granted or none is, never
 // over any limit, and concurrent calls cannot deadlock. RetryAfter is the
 // latest of the members' (of the denying ones, for a denial). A bad member
-// makes the whole call an error with nothing taken.
+// makes the whole call an error with nothing taken. Requests naming one
+// bucket several times are decided in order; if they could never be
+// granted together it is ErrInvalidCount, and if they give its limit two
+// different configs, ErrInvalidConfig.
 func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 	if err := l.usable(ctx); err != nil {
 		return Status{}, err
@@ -233,24 +238,52 @@ func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 	return st, nil
 }
 
-// repeatsFit rejects a LimitAll that names one unsharded bucket several
-// times with counts that together exceed what the bucket could ever grant:
-// such a call could never succeed, so it is an error, not a denial.
+// repeatsFit checks a LimitAll that names one bucket (name and key)
+// several times. The requests must agree on its config: two different
+// ones for the same buckets in one call are ErrInvalidConfig. And they
+// must be able to succeed together, or the call is ErrInvalidCount, not a
+// denial whose RetryAfter never comes true. Members are decided in order,
+// so for an unsharded bucket this replays them on a full bucket, which is
+// the best any time can offer (reserve 1 then take 10 of a 10-token
+// bucket never fits; take 10 then reserve 1 does). For a sharded limit,
+// whose shards are drawn at random, only the total is checked against
+// every shard's worth.
 func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 	for i := range rs {
-		if defs[i].shards > 1 {
-			continue
-		}
-		total, reserve := 0.0, false
-		for j := range rs {
-			if defs[j] == defs[i] && rs[j].Key == rs[i].Key {
-				total += ms[j].Count
-				reserve = reserve || rs[j].Reserve
+		d, first, n := defs[i], true, 0
+		for j := range i {
+			if defs[j].name == d.name && rs[j].Key == rs[i].Key {
+				first = false
+				break
 			}
 		}
-		if most := defs[i].shard.MaxCount(reserve); total > most {
-			return fmt.Errorf("%w: %v tokens asked of %q/%q in one call, more than it can ever grant (%v)",
-				ErrInvalidCount, total, defs[i].name, rs[i].Key, most)
+		if !first {
+			continue
+		}
+		full := bucket.State{Value: d.shard.Capacity}
+		total, fits, reserve := 0.0, true, false
+		for j := i; j < len(rs); j++ {
+			if defs[j].name != d.name || rs[j].Key != rs[i].Key {
+				continue
+			}
+			if !d.sameBuckets(defs[j]) {
+				return fmt.Errorf("%w: requests %d and %d give limit %q two different configs", ErrInvalidConfig, i, j, d.name)
+			}
+			n++
+			total += ms[j].Count
+			reserve = reserve || rs[j].Reserve
+			if d.shards == 1 && fits {
+				dec := d.shard.Take(full, 0, ms[j].Count, rs[j].Reserve)
+				full, fits = dec.Next, dec.OK
+			}
+		}
+		if n == 1 {
+			continue
+		}
+		most := d.shard.MaxCount(reserve) * float64(d.shards)
+		if !fits || total > most {
+			return fmt.Errorf("%w: %v tokens asked of %q/%q in one call, which it can never grant together (at most %v, in this order)",
+				ErrInvalidCount, total, d.name, rs[i].Key, most)
 		}
 	}
 	return nil
@@ -303,7 +336,7 @@ func (l *Limiter) Value(ctx context.Context, name, key string) (Value, error) {
 	}
 	now := l.now()
 	v := Value{Config: d.cfg}
-	var ts int64
+	ts := int64(math.MinInt64)
 	for i := range c.Items {
 		s := d.shard.Project(c.Items[i].State, now)
 		v.Value += s.Value

@@ -48,7 +48,16 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 	if d.shard.Capacity <= 0 || d.shard.Rate <= 0 || math.IsInf(d.shard.Capacity, 0) {
 		return nil, fmt.Errorf("%w: limit %q: capacity and rate per shard must be > 0", ErrInvalidConfig, name)
 	}
+	if c.MaxReserved > 0 && d.shard.MaxReserved == 0 { // 0 would mean unlimited
+		return nil, fmt.Errorf("%w: limit %q: maxReserved per shard must be > 0 when set", ErrInvalidConfig, name)
+	}
 	return d, nil
+}
+
+// sameBuckets reports whether d and e, limits of one name, decide its
+// buckets alike: same per-shard arithmetic, shard count and phase.
+func (d *limitDef) sameBuckets(e *limitDef) bool {
+	return d == e || d.shard == e.shard && d.shards == e.shards && d.hasStart == e.hasStart && d.phase == e.phase
 }
 
 // phaseFor is the fixed-window phase of the key whose (name, key) hash is h.
@@ -104,32 +113,39 @@ func (l *Limiter) resolve(name string, inline *Config) (*limitDef, error) {
 }
 
 // inlineKey identifies an inline config by value. Start enters as Unix
-// nanoseconds: a time.Time also carries a monotonic reading and a location,
-// which would make equal instants distinct keys and let the cache grow.
+// seconds and nanoseconds (defined for any time, unlike UnixNano): a
+// time.Time also carries a monotonic reading and a location, which would
+// make equal instants distinct keys and let the cache grow.
 type inlineKey struct {
 	name                        string
 	kind                        Kind
 	rate, capacity, maxReserved float64
 	period                      time.Duration
 	shards                      int
-	start                       int64
+	startSec                    int64
+	startNsec                   int
 	hasStart                    bool
 }
 
 func keyOf(name string, c Config) inlineKey {
 	k := inlineKey{name: name, kind: c.Kind, rate: c.Rate, capacity: c.Capacity, maxReserved: c.MaxReserved,
 		period: c.Period, shards: c.Shards, hasStart: !c.Start.IsZero()}
-	if k.hasStart && !c.Start.Before(minStart) && !c.Start.After(maxStart) {
-		k.start = c.Start.UnixNano()
+	if k.hasStart {
+		k.startSec, k.startNsec = c.Start.Unix(), c.Start.Nanosecond()
 	}
 	return k
 }
 
-// inlineDef validates an inline config once and caches it.
+// inlineDef validates an inline config once and caches it. The name's
+// latest config (for Reset, Value, Credit and Config) follows every use.
 func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
 	k := keyOf(name, c)
-	if d, ok := l.inline.Load(k); ok {
-		return d.(*limitDef), nil
+	if v, ok := l.inline.Load(k); ok {
+		d := v.(*limitDef)
+		if cur, ok := l.inlineByName.Load(name); !ok || cur != d {
+			l.inlineByName.Store(name, d)
+		}
+		return d, nil
 	}
 	d, err := newLimitDef(name, c)
 	if err != nil {

@@ -38,4 +38,4 @@ func Phase(hash uint64, period int64) int64 {
 
 // StartPhase is the window phase, in [0, period), of windows that begin at
 // the Unix nanosecond start (which may be before 1970).
-func StartPhase(start, period int64) int64 { return floorMod(start, period) }
+func StartPhase(start, period int64) int64 { return modDiff(start, 0, period) }

@@ -48,9 +48,15 @@ func (l *Limit) MaxCount(reserve bool) float64 {
 }
 
 // WindowStart returns the start of the fixed window containing now, for
-// windows that begin at phase + n*Period.
+// windows that begin at phase + n*Period. A start before the earliest
+// int64 time is clamped to it: that window then ends later than it
+// should, which can only under-admit.
 func (l *Limit) WindowStart(now, phase int64) int64 {
-	return now - floorMod(now-phase, l.Period)
+	off := modDiff(now, phase, l.Period)
+	if now < math.MinInt64+off {
+		return math.MinInt64
+	}
+	return now - off
 }
 
 // Fresh is the state of an absent bucket at now: full, with ts = now for a
@@ -64,17 +70,54 @@ func (l *Limit) Fresh(now, phase int64) State {
 
 // Project refills s up to now and caps it at Capacity.
 func (l *Limit) Project(s State, now int64) State {
+	d := elapsed(s.TS, now)
 	if l.Kind == FixedWindow {
-		if now-s.TS < l.Period { // also covers now < s.TS: no time passed
+		if d < uint64(l.Period) { // also covers now < s.TS: no time passed
 			return State{Value: min(s.Value, l.Capacity), TS: s.TS}
 		}
-		k := (now - s.TS) / l.Period
-		return State{Value: min(s.Value+l.Rate*float64(k), l.Capacity), TS: s.TS + k*l.Period}
+		k := d / uint64(l.Period)
+		return State{Value: min(s.Value+l.Rate*float64(k), l.Capacity), TS: now - int64(d%uint64(l.Period))}
 	}
-	if now <= s.TS {
+	if d == 0 {
 		return State{Value: min(s.Value, l.Capacity), TS: s.TS}
 	}
-	return State{Value: min(s.Value+l.tokens(now-s.TS), l.Capacity), TS: now}
+	return State{Value: min(s.Value+l.tokens(d), l.Capacity), TS: now}
+}
+
+// elapsed is the time from ts to now, 0 when now is not after ts. It is
+// exact for any two int64 times: a difference over 292 years does not fit
+// an int64 but does fit a uint64.
+func elapsed(ts, now int64) uint64 {
+	if now <= ts {
+		return 0
+	}
+	return uint64(now) - uint64(ts)
+}
+
+// modDiff is (a - b) mod m, in [0, m), exact for any two int64 times.
+func modDiff(a, b, m int64) int64 {
+	if a >= b {
+		return int64((uint64(a) - uint64(b)) % uint64(m))
+	}
+	r := int64((uint64(b) - uint64(a)) % uint64(m))
+	if r == 0 {
+		return 0
+	}
+	return m - r
+}
+
+// after is the time d >= 0 after now, saturating at the latest int64 time.
+func after(now, d int64) int64 {
+	if now > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return now + d
+}
+
+// until is the time from now to t, 0 when t is not after now, capped at
+// maxWait.
+func until(now, t int64) int64 {
+	return int64(min(elapsed(now, t), uint64(maxWait)))
 }
 
 // Full reports whether s has refilled to capacity by now, i.e. whether it is
@@ -91,7 +134,7 @@ func (l *Limit) Credit(s State, now int64, count float64) State {
 }
 
 // tokens is what a token bucket gains in d nanoseconds.
-func (l *Limit) tokens(d int64) float64 {
+func (l *Limit) tokens(d uint64) float64 {
 	return float64(d) * l.Rate / float64(l.Period)
 }
 
@@ -114,14 +157,6 @@ func ceilNanos(x float64) int64 {
 		return maxWait
 	}
 	return int64(math.Ceil(x))
-}
-
-func floorMod(a, m int64) int64 {
-	r := a % m
-	if r < 0 {
-		r += m
-	}
-	return r
 }
 
 // UntilFull is how long s needs, from now, to refill to Capacity.

@@ -1,5 +1,7 @@
 package bucket
 
+import "math"
+
 // Decision is the outcome of asking a bucket for tokens.
 type Decision struct {
 	Next State // the state to store when OK; the unchanged input when not
@@ -16,19 +18,22 @@ func (l *Limit) Take(s State, now int64, count float64, reserve bool) Decision {
 	next, ok := l.take(s, now, count, reserve)
 	if !ok {
 		guess := l.waitFor(l.Project(s, now), now, count-l.debtAllowed(reserve))
-		return Decision{Next: s, RetryAfter: settle(guess, func(d int64) bool {
-			_, ok := l.take(s, now+d, count, reserve)
+		return Decision{Next: s, RetryAfter: l.settle(guess, s.TS, now, func(d int64) bool {
+			_, ok := l.take(s, after(now, d), count, reserve)
 			return ok
 		})}
 	}
 	return Decision{Next: next, OK: true, RetryAfter: l.untilRepaid(next, now)}
 }
 
-// take is the decision without the wait arithmetic.
+// take is the decision without the wait arithmetic. A debt beyond the
+// float64 range (-Inf, only possible with unlimited reservations of
+// astronomical counts) is refused: it could never be repaid (-Inf + Inf is
+// NaN), so granting it would disable the bucket for good.
 func (l *Limit) take(s State, now int64, count float64, reserve bool) (State, bool) {
 	next := l.Project(s, now)
 	next.Value -= count
-	return next, next.Value >= -l.debtAllowed(reserve)
+	return next, next.Value >= -l.debtAllowed(reserve) && !math.IsInf(next.Value, -1)
 }
 
 // waitFor estimates how long projected state p needs until it holds need
@@ -43,11 +48,11 @@ func (l *Limit) waitFor(p State, now int64, need float64) int64 {
 		if k >= maxWait/l.Period {
 			return maxWait
 		}
-		return max(0, p.TS+k*l.Period-now)
+		return until(now, after(p.TS, k*l.Period))
 	}
 	// A token bucket refills from ts on: when the clock went back, the
 	// time until ts comes first.
-	return max(0, p.TS-now) + l.durationFor(short)
+	return min(until(now, p.TS)+l.durationFor(short), maxWait)
 }
 
 // untilRepaid is how long a granted state with debt needs to get back to
@@ -56,9 +61,32 @@ func (l *Limit) untilRepaid(next State, now int64) int64 {
 	if next.Value >= 0 {
 		return 0
 	}
-	return settle(l.waitFor(next, now, 0), func(d int64) bool {
-		return l.Project(next, now+d).Value >= 0
+	return l.settle(l.waitFor(next, now, 0), next.TS, now, func(d int64) bool {
+		return l.Project(next, after(now, d)).Value >= 0
 	})
+}
+
+// settle is the package's settle for a bucket whose windows (if it is a
+// fixed window) begin where ts does, with d measured from now. A fixed
+// window's answer can only change where a window begins, so its wait is
+// moved back to the start of its window, and then a window earlier while
+// that also holds: the estimate divides the shortfall by the rate, which
+// rounding can push just past a whole number of windows (1 - 0.7 is
+// 0.30000000000000004, so at rate 0.3 two windows where one gives
+// 0.7 + 0.3 == 1).
+func (l *Limit) settle(guess, ts, now int64, ok func(int64) bool) int64 {
+	d := settle(guess, ok)
+	if l.Kind != FixedWindow || d <= 0 || d >= maxWait {
+		return d
+	}
+	t := after(now, d)
+	if start := t - modDiff(t, ts, l.Period); start > now {
+		d = start - now
+	}
+	for i := 0; i < 2 && d >= l.Period && ok(d-l.Period); i++ {
+		d -= l.Period
+	}
+	return d
 }
 
 // settle returns the least d >= guess for which ok(d) holds, assuming ok is

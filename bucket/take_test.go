@@ -220,3 +220,48 @@ func TestStartPhaseBefore1970(t *testing.T) {
 		t.Fatalf("StartPhase(-1, 10) = %d, want 9", got)
 	}
 }
+
+// Elapsed time and window starts are exact across any two int64 times: a
+// jump of more than 292 years (which wraps an int64 difference) refills a
+// bucket instead of draining it, and waits computed near the end of int64
+// time saturate instead of wrapping.
+func TestCenturiesApart(t *testing.T) {
+	const y1700, y2250 = -8_520_336_000_000_000_000, 8_835_955_200_000_000_000
+	for _, k := range []Kind{TokenBucket, FixedWindow} {
+		l := &Limit{Kind: k, Rate: 10, Period: M, Capacity: 10}
+		s := l.Fresh(y1700, 0)
+		d := l.Take(s, y1700, 10, false)
+		if !d.OK {
+			t.Fatalf("kind %d: take 10 of a fresh bucket denied", k)
+		}
+		if p := l.Project(d.Next, y2250); p.Value != 10 || p.TS > y2250 || y2250-p.TS >= l.Period {
+			t.Errorf("kind %d: 550 years later: %+v, want full with ts in the window of now", k, p)
+		}
+		late := int64(math.MaxInt64 - 5)
+		d = l.Take(l.Fresh(late, 0), late, 10, false)
+		if dd := l.Take(d.Next, late, 1, false); dd.OK || dd.RetryAfter <= 0 || dd.RetryAfter > maxWait {
+			t.Errorf("kind %d: near the end of int64 time: %+v", k, dd)
+		}
+	}
+	l := &Limit{Kind: FixedWindow, Rate: 1, Period: 100 * 365 * 24 * H, Capacity: 1}
+	if start := l.WindowStart(y1700, 0); start > y1700 {
+		t.Errorf("window start %d after now %d", start, y1700)
+	}
+}
+
+// A reservation whose debt would leave float64's range is denied: -Inf
+// could never be repaid (-Inf + Inf is NaN).
+func TestDebtStaysFinite(t *testing.T) {
+	l := &Limit{Kind: TokenBucket, Rate: 1e308, Period: 1, Capacity: 1e308}
+	s := State{Value: -1e308, TS: 0}
+	if d := l.Take(s, 0, 1.7e308, true); d.OK || math.IsInf(d.Next.Value, 0) {
+		t.Fatalf("reserve 1.7e308 on a debt of 1e308: %+v, want denied", d)
+	}
+	if d := l.Take(s, 5, 1.7e308, true); !d.OK {
+		t.Fatalf("after repayment: %+v, want granted", d)
+	}
+	p := l.TakeTwo(s, s, 0, 1.7e308, true) // halves of -1.85e308 each
+	if p.OK || math.IsInf(p.A.Value, 0) || math.IsInf(p.B.Value, 0) {
+		t.Fatalf("split of 1.7e308 over two debts of 1e308: %+v, want denied", p)
+	}
+}

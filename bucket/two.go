@@ -1,5 +1,7 @@
 package bucket
 
+import "math"
+
 // Pair is the outcome of a request served by two shards of a limit.
 type Pair struct {
 	A, B           State // the states to store for the two shards
@@ -34,8 +36,8 @@ func (l *Limit) TakeTwo(a, b State, now int64, count float64, reserve bool) Pair
 	// the pair from each.
 	half := State{Value: (pa.Value + pb.Value) / 2, TS: max(pa.TS, pb.TS)}
 	guess = min(guess, l.waitFor(half, now, count/2-allowed))
-	p.RetryAfter = settle(guess, func(d int64) bool {
-		return l.takeTwo(a, b, now+d, count, reserve).OK
+	p.RetryAfter = l.settle(guess, a.TS, now, func(d int64) bool {
+		return l.takeTwo(a, b, after(now, d), count, reserve).OK
 	})
 	return p
 }
@@ -51,9 +53,13 @@ func (l *Limit) takeTwo(a, b State, now int64, count float64, reserve bool) Pair
 	}
 	pa, pb := l.Project(a, now), l.Project(b, now)
 	half := (pa.Value + pb.Value - count) / 2
+	if math.IsInf(half, -1) { // the sum overflowed; halving first is exact
+		half = pa.Value/2 + pb.Value/2 - count/2
+	}
 	// Each shard must give a non-negative part: a negative part would mint
-	// tokens on one shard to pay for the other.
-	if half < -l.debtAllowed(reserve) || pa.Value < half || pb.Value < half {
+	// tokens on one shard to pay for the other. A debt beyond float64 is
+	// refused as in take.
+	if half < -l.debtAllowed(reserve) || math.IsInf(half, -1) || pa.Value < half || pb.Value < half {
 		return Pair{A: a, B: b}
 	}
 	return Pair{A: State{half, pa.TS}, B: State{half, pb.TS}, WriteA: true, WriteB: true, OK: true}
