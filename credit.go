@@ -14,6 +14,10 @@ import (
 // cancelled, an LLM call that used fewer tokens than estimated. The bucket
 // is capped at its capacity. For a sharded limit the emptiest shards are
 // filled first. Like a grant, a credit is durable before Credit returns.
+// ctx is only checked before the credit is sent: once sent, Credit waits
+// for its outcome, so an error always means nothing was credited (unless
+// the log failed part way through a sharded credit spread over
+// partitions) and the caller may retry.
 func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) error {
 	if err := l.usable(ctx); err != nil {
 		return err
@@ -39,7 +43,10 @@ func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) e
 		l.addShards(c, d, key)
 		c.DecideFn = func(c *actor.Call, now int64) bool { fillEmptiest(c, now, count); return true }
 	}
-	abandoned, err := l.group.Decide(ctx, c)
+	// Once sent, a credit is waited for even if ctx ends: a credit is not
+	// idempotent, so a caller told it failed must be able to retry it
+	// without giving the tokens back twice.
+	abandoned, err := l.group.Decide(context.WithoutCancel(ctx), c)
 	if err != nil {
 		if !abandoned {
 			c.Release()

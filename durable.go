@@ -64,6 +64,8 @@ func (l *Limiter) recover() error {
 // file and drops the log it covers. It runs by itself per
 // Options.SnapshotBytes and SnapshotInterval; calling it directly is useful
 // before a planned restart. In memory mode it only drops full buckets.
+// After the log has failed it writes nothing and returns ErrUnavailable:
+// the partitions may hold changes whose callers were told they failed.
 func (l *Limiter) Snapshot() error {
 	l.snapMu.Lock()
 	defer l.snapMu.Unlock()
@@ -74,9 +76,15 @@ func (l *Limiter) Snapshot() error {
 		l.sweep()
 		return nil
 	}
+	if err := l.log.Err(); err != nil {
+		return fmt.Errorf("%w: snapshot: the log failed: %w", ErrUnavailable, err)
+	}
 	// The fuzzy-snapshot rule: note the log position first, then copy the
-	// partitions one by one. Records after pos are replayed over the copy;
-	// records not yet committed at all can only make the copy conservative.
+	// partitions one by one. Records after pos are replayed over the copy.
+	// The copy may hold changes whose records were not committed yet (Run
+	// has appended them); the barrier below waits for them, and if any
+	// failed, the copy is not written: it would make durable a credit or
+	// reset whose caller was told it failed.
 	pos, written := l.log.Position(), l.log.Written()
 	parts := make([][]wal.Record, l.group.N())
 	now := l.now()
@@ -90,6 +98,9 @@ func (l *Limiter) Snapshot() error {
 		}) {
 			return ErrClosed
 		}
+	}
+	if err := l.logBarrier(); err != nil {
+		return fmt.Errorf("%w: snapshot: the log failed: %w", ErrUnavailable, err)
 	}
 	err := snapshot.Write(l.log.DB(), pos, func(emit func(wal.Record) error) error {
 		for _, recs := range parts {
@@ -110,4 +121,17 @@ func (l *Limiter) Snapshot() error {
 	l.snapshots.Add(1)
 	l.logger.Debug("ratelimit: snapshot written", "pos", pos, "partitions", len(parts))
 	return nil
+}
+
+// barrier is a wal.Waiter that reports on a channel.
+type barrier chan error
+
+func (b barrier) Committed(err error) { b <- err }
+
+// logBarrier waits until every record appended to the log so far is
+// durable, and returns the log's sticky error if one failed.
+func (l *Limiter) logBarrier() error {
+	b := make(barrier, 1)
+	l.log.Append(nil, b)
+	return <-b
 }

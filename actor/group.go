@@ -191,7 +191,9 @@ func (g *Group) Reset(c *Call) {
 
 // Run runs fn as partition i's executor (on its goroutine, or on the
 // caller's if the partition is idle) and waits for it; false if the
-// partition has stopped. fn must not wait on another partition.
+// partition has stopped. fn must not wait on another partition. Before fn
+// runs, the partition hands the log the records of every change fn can
+// see.
 func (g *Group) Run(i int, fn func(*Partition)) bool {
 	c := NewCall()
 	defer c.Release()

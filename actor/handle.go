@@ -19,6 +19,9 @@ func (p *Partition) handle(m msg) {
 		c.partDone()
 		return
 	case kindRun:
+		// Everything fn can see has gone to the log first, so a barrier
+		// appended after Run returns follows it (Limiter.Snapshot).
+		p.flush()
 		c.fn(p)
 		c.partDone()
 		return
