@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -118,5 +119,9 @@ func Jitter(d, spread time.Duration) time.Duration {
 	if spread <= 0 {
 		return d
 	}
-	return d + time.Duration(rand.Int64N(int64(spread)))
+	extra := time.Duration(rand.Int64N(int64(spread)))
+	if d > math.MaxInt64-extra { // saturate rather than wrap negative
+		return math.MaxInt64
+	}
+	return d + extra
 }

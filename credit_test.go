@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/seed7fbd42b6/ratelimit/actor"
 	"github.com/seed7fbd42b6/ratelimit/bucket"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -141,6 +142,11 @@ func TestJitter(t *testing.T) {
 	}
 	if len(seen) != 2 {
 		t.Fatal("jitter does not spread over the interval")
+	}
+	for range 100 { // near the largest Duration it saturates, never wraps
+		if j := Jitter(math.MaxInt64-10, time.Hour); j < math.MaxInt64-10 {
+			t.Fatalf("Jitter(MaxInt64-10, 1h) = %v", j)
+		}
 	}
 }
 

@@ -69,7 +69,7 @@ func (l *Limiter) recover() error {
 func (l *Limiter) Snapshot() error {
 	l.snapMu.Lock()
 	defer l.snapMu.Unlock()
-	if l.closed.Load() {
+	if l.closed.Load() || l.group == nil {
 		return ErrClosed
 	}
 	if l.log == nil {

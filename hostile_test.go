@@ -787,11 +787,11 @@ func TestHostileDurableOddNamesAndKeys(t *testing.T) {
 	}
 }
 
-// nil *Limiter and a zero Limiter panic: the type must be made by Open
-// ("Create it with Open"), like most Go types with a constructor. A nil
-// context panics too, as in the standard library. Documented here as
-// observed behaviour, not counted as a bug.
-func TestHostileNilAndZeroLimiterPanic(t *testing.T) {
+// A nil *Limiter panics, like most Go types with a constructor, and so
+// does a nil context, as in the standard library. A zero Limiter is closed:
+// every method returns ErrClosed (it panicked in Close, on inline requests,
+// Value, Stats and Snapshot).
+func TestHostileNilAndZeroLimiter(t *testing.T) {
 	ctx := context.Background()
 	mustPanic := func(name string, f func()) {
 		t.Helper()
@@ -807,8 +807,35 @@ func TestHostileNilAndZeroLimiterPanic(t *testing.T) {
 	mustPanic("nil.Close", func() { _ = nl.Close() })
 	var zl ratelimit.Limiter
 	inline := hiTB(1, time.Second)
-	mustPanic("zero.Limit inline", func() { _, _ = zl.Limit(ctx, ratelimit.Request{Name: "a", Config: &inline}) })
-	mustPanic("zero.Close", func() { _ = zl.Close() })
+	closed := func(name string, err error) {
+		t.Helper()
+		if !errors.Is(err, ratelimit.ErrClosed) {
+			t.Errorf("zero Limiter: %s = %v, want ErrClosed", name, err)
+		}
+	}
+	_, err := zl.Limit(ctx, ratelimit.Request{Name: "a", Config: &inline})
+	closed("Limit inline", err)
+	_, err = zl.Check(ctx, ratelimit.Request{Name: "a"})
+	closed("Check", err)
+	_, err = zl.LimitAll(ctx, ratelimit.Request{Name: "a", Config: &inline})
+	closed("LimitAll", err)
+	ds := zl.LimitMany(ctx, []ratelimit.Request{{Name: "a", Config: &inline}}, nil)
+	if len(ds) != 1 {
+		t.Fatalf("zero Limiter: LimitMany gave %d decisions for 1 request", len(ds))
+	}
+	closed("LimitMany", ds[0].Err)
+	_, err = zl.Value(ctx, "a", "k")
+	closed("Value", err)
+	closed("Reset", zl.Reset(ctx, "a", "k"))
+	closed("Credit", zl.Credit(ctx, "a", "k", 1))
+	closed("Snapshot", zl.Snapshot())
+	closed("Close", zl.Close())
+	if st := zl.Stats(); st != (ratelimit.Stats{}) {
+		t.Errorf("zero Limiter: Stats = %+v, want zero", st)
+	}
+	if _, ok := zl.Config("a"); ok {
+		t.Error("zero Limiter: Config found a limit")
+	}
 	clk := ratelimittest.NewClock(hiT0)
 	l := hiOpen(t, clk, map[string]ratelimit.Config{"a": inline})
 	//lint:ignore SA1012 deliberately nil

@@ -17,7 +17,9 @@ import (
 )
 
 // Limiter decides rate-limit requests. It is safe for concurrent use by any
-// number of goroutines. Create it with Open and release it with Close.
+// number of goroutines. Create it with Open and release it with Close. A
+// zero Limiter is closed: its methods return ErrClosed (Stats a zero
+// Stats, Config false).
 type Limiter struct {
 	opts   Options
 	limits map[string]*limitDef
@@ -96,7 +98,7 @@ func Open(opts Options) (*Limiter, error) {
 // flushed and the file closed. The first call returns the result of
 // flushing; later calls return ErrClosed.
 func (l *Limiter) Close() error {
-	if !l.closed.CompareAndSwap(false, true) {
+	if l.group == nil || !l.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
 	close(l.stopBG)
@@ -346,9 +348,9 @@ func (l *Limiter) Value(ctx context.Context, name, key string) (Value, error) {
 	return v, nil
 }
 
-// usable fails fast on a closed limiter or an ended context.
+// usable fails fast on a closed (or zero) limiter or an ended context.
 func (l *Limiter) usable(ctx context.Context) error {
-	if l.closed.Load() {
+	if l.closed.Load() || l.group == nil {
 		return ErrClosed
 	}
 	return ctx.Err()

@@ -53,6 +53,9 @@ func (h Histogram) Count() uint64 {
 // Stats reads the counters. It visits every partition, so it costs a round
 // trip to each: call it every few seconds, not per request.
 func (l *Limiter) Stats() Stats {
+	if l.group == nil {
+		return Stats{}
+	}
 	n := l.group.Counts()
 	s := Stats{
 		Grants:       n.Grants,
