@@ -80,8 +80,8 @@ func (l *Limit) settle(guess, ts, now int64, ok func(int64) bool) int64 {
 		return d
 	}
 	t := after(now, d)
-	if start := t - modDiff(t, ts, l.Period); start > now {
-		d = start - now
+	if start := t - modDiff(t, ts, l.Period); start > now && ok(start-now) {
+		d = start - now // verified: two shards' windows need not line up
 	}
 	for i := 0; i < 2 && d >= l.Period && ok(d-l.Period); i++ {
 		d -= l.Period
