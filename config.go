@@ -127,6 +127,9 @@ type Options struct {
 
 	// beforeCommit is a fault-injection hook for tests (wal.Options).
 	beforeCommit func(seq uint64) error
+	// queueOnly makes every message queue for the partitions' goroutines
+	// (actor.Group.QueueOnly), for tests.
+	queueOnly bool
 }
 
 // validate reports the first rule c breaks, wrapped in ErrInvalidConfig.

@@ -82,6 +82,9 @@ func Open(opts Options) (*Limiter, error) {
 	}
 	l.group = actor.NewGroup(n, log, l.now)
 	l.group.SetSpread(procs)
+	if opts.queueOnly {
+		l.group.QueueOnly()
+	}
 	if l.log != nil {
 		if err := l.recover(); err != nil {
 			l.log.Close()

@@ -34,7 +34,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			par := bc.par
 			g := NewGroup(2, NopLog{}, func() int64 { return 1e18 })
 			if bc.path == "queued" {
-				g.queueOnly()
+				g.QueueOnly()
 			}
 			g.Start()
 			b.Cleanup(g.Stop)

@@ -73,11 +73,11 @@ func (g *Group) Stop() {
 // N is the number of partitions.
 func (g *Group) N() int { return len(g.parts) }
 
-// queueOnly makes every message queue for the partitions' goroutines, as
+// QueueOnly makes every message queue for the partitions' goroutines, as
 // if no partition were ever idle: tests run the protocol on that path too
-// (ACTOR_QUEUE_ONLY=1), and BenchmarkRoundTrip measures it. Only before
-// Start.
-func (g *Group) queueOnly() {
+// (ACTOR_QUEUE_ONLY=1, here and in the ratelimit package), and
+// BenchmarkRoundTrip measures it. Only before Start.
+func (g *Group) QueueOnly() {
 	for _, p := range g.parts {
 		p.queue = true
 	}

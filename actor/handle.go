@@ -88,12 +88,17 @@ func (p *Partition) load(m msg, hold bool) {
 	}
 }
 
+// loadItem loads it's bucket, or a full one if it is absent. An absent
+// bucket may have been dropped as full at a later reading than now (the
+// clock went back since): it is then full as of that reading, so that the
+// refill up to it is not counted twice. Without drops since, a fresh
+// bucket starts at now, as SEMANTICS says.
 func (p *Partition) loadItem(it *Item) {
 	e, ok := p.buckets.get(it.Hash, it.ID)
 	if ok {
 		it.State = e.s
 	} else {
-		it.State = it.Lim.Fresh(p.now, it.Phase)
+		it.State = it.Lim.Fresh(max(p.now, p.dropped), it.Phase)
 	}
 }
 
@@ -162,6 +167,7 @@ func (p *Partition) store(it *Item) {
 	rec := wal.Record{Name: it.ID.Name, Key: it.ID.Key, Shard: it.ID.Shard}
 	if it.Lim.Full(it.State, p.now) {
 		p.buckets.del(it.Hash, it.ID)
+		p.dropped = max(p.dropped, p.now)
 		rec.Delete = true
 	} else {
 		p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: it.Lim})

@@ -110,7 +110,7 @@ func newGroup(t testing.TB, n int, log Log, clock func() int64) *Group {
 func testGroup(n int, log Log, clock func() int64) *Group {
 	g := NewGroup(n, log, clock)
 	if os.Getenv("ACTOR_QUEUE_ONLY") == "1" {
-		g.queueOnly()
+		g.QueueOnly()
 	}
 	return g
 }

@@ -2,6 +2,7 @@ package actor
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -55,6 +56,7 @@ type Partition struct {
 	failed    error              // the log's error, read once per batch
 	now       int64              // the batch's clock reading
 	last      int64              // the latest reading any batch (or sweep) here used
+	dropped   int64              // the latest reading at which a full bucket was dropped here (see loadItem)
 	recs      []wal.Record       // this batch's records
 	recSlot   [256]int32         // by table hash: a record of this batch to replace (see record)
 	pending   []msg              // this batch's messages that wrote records
@@ -75,6 +77,8 @@ func newPartition(log Log, clock func() int64) *Partition {
 		buckets: newTable(),
 		held:    make(map[BucketID]*Call),
 		parked:  make(map[BucketID][]msg),
+		last:    math.MinInt64, // clocks may read before 1970
+		dropped: math.MinInt64,
 	}
 }
 

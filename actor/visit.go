@@ -13,7 +13,8 @@ func (p *Partition) Len() int { return p.buckets.len() }
 // others, if visit is not nil. It returns how many it dropped. Buckets of an
 // unknown limit (recovered, never touched since) are kept.
 func (p *Partition) Sweep(now int64, visit func(BucketID, bucket.State)) (dropped int) {
-	p.last = max(p.last, now) // see processAt
+	p.last = max(p.last, now)       // see processAt
+	p.dropped = max(p.dropped, now) // see loadItem
 	t := &p.buckets
 	// Deleting an entry whose hash has overflow entries promotes one of
 	// them, which the scan may or may not visit: with overflow entries
@@ -67,6 +68,8 @@ func (p *Partition) Sweep(now int64, visit func(BucketID, bucket.State)) (droppe
 // calls reclaim full buckets, and shrink what they empty, without holding
 // the partition for long.
 func (p *Partition) SweepSome(now int64, budget int) (dropped, examined int) {
+	p.last = max(p.last, now)       // see processAt
+	p.dropped = max(p.dropped, now) // see loadItem
 	t := &p.buckets
 	if len(t.overflow) > 0 {
 		n := t.len()                // examined: all of them (Sweep)
