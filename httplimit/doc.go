@@ -29,9 +29,11 @@
 //	RateLimit: "api";r=0;t=7
 //
 // RateLimit-Policy lists every limit of the middleware: q is the limit's
-// Rate and w its Period in whole seconds (for a Period that is not a whole
+// Rate (for a fixed window, at most its Capacity: what a window can grant)
+// and w its Period in whole seconds (for a Period that is not a whole
 // number of seconds, w is rounded up and q scaled down so that the policy
-// never advertises more than the limit grants). RateLimit has one item, for
+// never advertises more than the limit grants; both stay within Structured
+// Field Integers, 15 digits). RateLimit has one item, for
 // the limit that decided (Status.Limit): r is the tokens left, rounded
 // down, never negative; t is, on a grant, the seconds until that bucket is
 // full again (Status.ResetAfter, rounded up) and, on a denial, the same as

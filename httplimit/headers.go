@@ -3,6 +3,7 @@ package httplimit
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -16,18 +17,58 @@ const (
 	fieldLimit  = "RateLimit"
 )
 
+// sfMaxInt is the largest Structured Field Integer (RFC 9651 §3.3.1: at
+// most 15 digits).
+const sfMaxInt = 999_999_999_999_999
+
 // policyItem is a limit's RateLimit-Policy item, "name";q=Q;w=W. The draft
 // wants w in whole seconds (> 0) and q an Integer: for a period that is not
 // a whole number of seconds (or a rate below one token per period), w is the
 // smallest whole number of seconds at least the period that holds at least
 // one token, and q the tokens granted in w, rounded down, so the policy
-// never promises more than the limit grants.
+// never promises more than the limit grants. A fixed window grants at most
+// its capacity per window, so its rate counts as at most that. The
+// arithmetic is exact (rationals); both numbers stay within Structured
+// Field Integers (a w capped there may leave q at 0: nothing promised).
 func policyItem(name string, c ratelimit.Config) string {
-	per := c.Period.Seconds()
-	w := math.Ceil(max(per, per/c.Rate) - 1e-9)
-	w = max(w, 1)
-	q := math.Floor(c.Rate*w/per + 1e-9)
-	return fmt.Sprintf("%s;q=%d;w=%d", sfString(name), int64(q), int64(w))
+	rate := c.Rate
+	if c.Kind == ratelimit.FixedWindow && c.Capacity > 0 {
+		rate = min(rate, c.Capacity)
+	}
+	r := new(big.Rat).SetFloat64(rate) // tokens per period; finite, > 0
+	if r == nil || r.Sign() <= 0 {
+		r = new(big.Rat) // unreachable for a validated config
+	}
+	perNanos := new(big.Rat).SetInt64(int64(c.Period))
+	nanos := new(big.Rat).SetInt64(int64(time.Second))
+	// w >= the period, and w * rate / period >= 1 token.
+	w := ceilRat(new(big.Rat).Quo(perNanos, nanos))
+	if r.Sign() > 0 {
+		w = max(w, ceilRat(new(big.Rat).Quo(perNanos, new(big.Rat).Mul(r, nanos))))
+	}
+	w = min(max(w, 1), sfMaxInt)
+	// q = floor(rate * w seconds / period).
+	q := new(big.Rat).Mul(r, new(big.Rat).SetInt64(w))
+	q.Mul(q, nanos).Quo(q, perNanos)
+	return fmt.Sprintf("%s;q=%d;w=%d", sfString(name), min(floorRat(q), sfMaxInt), w)
+}
+
+// ceilRat and floorRat round x (>= 0) to an integer, saturating at
+// sfMaxInt+1.
+func ceilRat(x *big.Rat) int64 {
+	n := floorRat(x)
+	if n <= sfMaxInt && new(big.Rat).SetInt64(n).Cmp(x) < 0 {
+		n++
+	}
+	return n
+}
+
+func floorRat(x *big.Rat) int64 {
+	q := new(big.Int).Quo(x.Num(), x.Denom()) // x >= 0: truncation is floor
+	if !q.IsInt64() || q.Int64() > sfMaxInt {
+		return sfMaxInt + 1
+	}
+	return q.Int64()
 }
 
 // limitItem is the RateLimit item of a decision, "name";r=R;t=T: r the
@@ -35,7 +76,7 @@ func policyItem(name string, c ratelimit.Config) string {
 func limitItem(name string, remaining float64, t time.Duration) string {
 	r := int64(0)
 	if remaining > 0 {
-		r = int64(math.Floor(min(remaining, 1e15)))
+		r = int64(math.Floor(min(remaining, sfMaxInt)))
 	}
 	return fmt.Sprintf("%s;r=%d;t=%d", sfString(name), r, ceilSeconds(t))
 }
@@ -46,7 +87,11 @@ func ceilSeconds(d time.Duration) int64 {
 	if d <= 0 {
 		return 0
 	}
-	return int64((d + time.Second - 1) / time.Second)
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
 }
 
 // sfString is s as a Structured Field String (RFC 9651 §3.3.3). validName

@@ -37,9 +37,9 @@ func TestLimitItem(t *testing.T) {
 	}{
 		{0, 0, `"l";r=0;t=0`},
 		{2.99, time.Second, `"l";r=2;t=1`},
-		{-3, 1500 * time.Millisecond, `"l";r=0;t=2`}, // reserved debt: r is never negative
-		{5, time.Nanosecond, `"l";r=5;t=1`},          // never early
-		{1e300, time.Hour, `"l";r=1000000000000000;t=3600`},
+		{-3, 1500 * time.Millisecond, `"l";r=0;t=2`},       // reserved debt: r is never negative
+		{5, time.Nanosecond, `"l";r=5;t=1`},                // never early
+		{1e300, time.Hour, `"l";r=999999999999999;t=3600`}, // 15 digits at most (RFC 9651)
 	} {
 		if got := limitItem("l", tc.remaining, tc.t); got != tc.want {
 			t.Errorf("limitItem(%v, %v) = %s, want %s", tc.remaining, tc.t, got, tc.want)

@@ -29,8 +29,12 @@ func ClientIP(trustedProxies ...netip.Prefix) KeyFunc {
 		trusted[i] = p.Masked()
 	}
 	isTrusted := func(a netip.Addr) bool {
+		// Addresses are unmapped (parseHop), so an IPv4 address is also
+		// checked in its IPv4-mapped IPv6 form, for prefixes such as
+		// ::ffff:10.0.0.0/104.
+		mapped := netip.AddrFrom16(a.As16())
 		for _, p := range trusted {
-			if p.Contains(a) {
+			if p.Contains(a) || a.Is4() && p.Contains(mapped) {
 				return true
 			}
 		}
