@@ -29,7 +29,7 @@ type mapLimiter struct {
 type stripe struct {
 	mu sync.Mutex
 	m  map[mapKey]*rate.Limiter
-	_  [40]byte // keep stripes on separate cache lines
+	_  [40]byte // padding; a stripe is 56 bytes, so neighbours may share a line (padding to 64 measured no difference)
 }
 
 type mapKey struct {
@@ -74,8 +74,8 @@ func (l *mapLimiter) limit(d *limitDef, key string, reserve bool) (bool, error) 
 	if reserve {
 		// A reservation whose wait exceeds MaxReserved/rate would leave
 		// more than MaxReserved tokens of debt: cancel it. ReserveN
-		// returns a pointer, so this path allocates; that is the
-		// library's API.
+		// returns a pointer, which stays on the stack here (0
+		// allocations measured on warm keys).
 		now := time.Now()
 		r := lim.ReserveN(now, 1)
 		ok = r.OK() && r.DelayFrom(now) <= d.maxWait()

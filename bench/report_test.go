@@ -201,3 +201,53 @@ func TestTimedCallSplitsGrantedCalls(t *testing.T) {
 		t.Fatalf("all calls %d, granted calls %d; want 5 and 2", w.hist.n, w.grantedHist.n)
 	}
 }
+
+// The >= 100x naive target is judged in grants/s, pair by pair: ours'
+// cheap durable denials do not count toward it.
+func TestNaiveTargetCountsGrants(t *testing.T) {
+	cell := func(impl string, decisions int64, grants ...int64) *result {
+		var runs []*result
+		for _, g := range grants {
+			r := &result{Scenario: "keys", Impl: impl, Mode: "durable", Callers: 1024,
+				Seconds: 1, Decisions: decisions, Granted: g, Denied: decisions - g}
+			r.fill(&hist{}, &hist{}, 0, 0, 0)
+			runs = append(runs, r)
+		}
+		return combine(runs)
+	}
+	naive := cell("naive", 1_000, 1_000, 1_000, 1_000)
+	status := func(ours *result) target {
+		for _, tg := range evalTargets([]*result{ours, naive}) {
+			if strings.Contains(tg.Name, "naive") {
+				return tg
+			}
+		}
+		t.Fatal("no naive target")
+		return target{}
+	}
+	// 120x in decisions/s, 96x in grants/s (the median run's).
+	if tg := status(cell("ours", 120_000, 95_000, 96_000, 99_000)); tg.Status != "miss" ||
+		!strings.Contains(tg.Measured, "96.0x in grants/s") || !strings.Contains(tg.Measured, "120x in decisions/s") {
+		t.Errorf("96x in grants/s, 120x in decisions/s: %+v, want a miss showing both", tg)
+	}
+	if tg := status(cell("ours", 120_000, 101_000, 99_000, 105_000)); tg.Status != "pass" {
+		t.Errorf("101x in grants/s: %+v, want pass", tg)
+	}
+}
+
+// The allocation ratio, like the others, is the median of run-by-run
+// ratios, not a ratio of medians.
+func TestAllocsRatioPairByPair(t *testing.T) {
+	mk := func(allocs ...float64) *result {
+		var runs []*result
+		for _, a := range allocs {
+			runs = append(runs, &result{DecisionsPerSec: 1, AllocsPerDecision: a})
+		}
+		return &result{Runs: runs, AllocsPerDecision: median(allocs)}
+	}
+	// Run by run: 1, 1, 1. Medians: 2 / 3.
+	q := ratioOf(mk(1, 2, 4), mk(1, 3, 4))
+	if q.Allocs == nil || *q.Allocs != 1 {
+		t.Fatalf("allocs ratio %v, want 1 (run by run)", q.Allocs)
+	}
+}
