@@ -44,10 +44,11 @@ func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) e
 		l.addShards(c, d, key)
 		c.DecideFn = func(c *actor.Call, now int64) bool { fillEmptiest(c, now, count); return true }
 	}
-	// Once sent, a credit is waited for even if ctx ends: a credit is not
-	// idempotent, so a caller told it failed must be able to retry it
-	// without giving the tokens back twice.
-	abandoned, err := l.group.Decide(context.WithoutCancel(ctx), c)
+	// Once sent, a credit is waited for even if ctx ends (Decide gets a
+	// context that cannot end): a credit is not idempotent, so a caller
+	// told it failed must be able to retry it without giving the tokens
+	// back twice.
+	abandoned, err := l.group.Decide(context.Background(), c)
 	if err != nil {
 		if !abandoned {
 			c.Release()

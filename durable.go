@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,6 +24,9 @@ func (l *Limiter) openLog() (*wal.Log, error) {
 		NoFreelistSync: true,
 		Preallocate:    l.opts.LogPreallocate,
 	})
+	if errors.Is(err, wal.ErrInvalidOptions) { // checked before the path is touched
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

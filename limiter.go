@@ -55,9 +55,6 @@ func Open(opts Options) (*Limiter, error) {
 	if opts.Partitions < 0 || opts.Partitions > MaxPartitions {
 		return nil, fmt.Errorf("%w: partitions %d not in [0, %d]", ErrInvalidOptions, opts.Partitions, MaxPartitions)
 	}
-	if opts.LogPreallocate > wal.MaxPreallocate {
-		return nil, fmt.Errorf("%w: log preallocation %d above %d", ErrInvalidOptions, opts.LogPreallocate, int64(wal.MaxPreallocate))
-	}
 	procs := runtime.GOMAXPROCS(0)
 	n := opts.Partitions
 	if n == 0 {
@@ -265,7 +262,7 @@ func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 		if !first {
 			continue
 		}
-		full := bucket.State{Value: d.shard.Capacity}
+		state := bucket.State{Value: d.shard.Capacity} // full: the best case
 		total, fits, reserve := 0.0, true, false
 		for j := i; j < len(rs); j++ {
 			if defs[j].name != d.name || rs[j].Key != rs[i].Key {
@@ -278,8 +275,8 @@ func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 			total += ms[j].Count
 			reserve = reserve || rs[j].Reserve
 			if d.shards == 1 && fits {
-				dec := d.shard.Take(full, 0, ms[j].Count, rs[j].Reserve)
-				full, fits = dec.Next, dec.OK
+				dec := d.shard.Take(state, 0, ms[j].Count, rs[j].Reserve)
+				state, fits = dec.Next, dec.OK
 			}
 		}
 		if n == 1 {
