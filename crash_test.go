@@ -142,6 +142,39 @@ func crashManyWorker(l *Limiter, report func(string)) {
 	}
 }
 
+// startCrashChild runs the test named test of this binary in a child
+// process, with env set to path, and waits for its "ready" line; its
+// further lines follow on the returned scanner.
+func startCrashChild(t *testing.T, round int, test, env, path string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+path)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || sc.Text() != "ready" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("round %d: child did not start: %q", round, sc.Text())
+	}
+	return cmd, sc
+}
+
+// waitKilled reaps cmd and fails the test unless SIGKILL ended it.
+func waitKilled(t *testing.T, round int, cmd *exec.Cmd) {
+	t.Helper()
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("round %d: child ended by %v, not SIGKILL", round, err)
+	}
+}
+
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test skipped in -short mode")
@@ -150,22 +183,7 @@ func TestCrashRecovery(t *testing.T) {
 	acked := map[string]float64{} // "key/a", "global/" -> tokens acknowledged, all rounds
 	const rounds = 4
 	for round := 0; round < rounds; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
-		if !sc.Scan() || sc.Text() != "ready" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("round %d: child did not start: %q", round, sc.Text())
-		}
+		cmd, sc := startCrashChild(t, round, "TestCrashChild", crashChildEnv, path)
 		// The kill lands a random time after the first acknowledgement,
 		// so that a slow start (under -race, the LimitMany workers make
 		// the first commit take a while) cannot leave a round empty; a
@@ -198,10 +216,7 @@ func TestCrashRecovery(t *testing.T) {
 			}
 		}
 		timer.Stop()
-		err = cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("round %d: child ended by %v, not SIGKILL", round, err)
-		}
+		waitKilled(t, round, cmd)
 		if lines == 0 {
 			t.Fatalf("round %d: child acknowledged nothing in a minute", round)
 		}

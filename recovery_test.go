@@ -12,7 +12,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -40,64 +39,56 @@ func (f *recFail) hook(uint64) error {
 
 // ------------------------------------------------------------------ failures
 
-// A Credit whose commit failed is answered ErrUnavailable, and the
-// partitions still hold it. A Snapshot after the failure must not write
-// that state (it would make the failed credit durable, and the caller who
-// retries it would credit twice): it fails with ErrUnavailable.
-func TestSnapshotAfterFailedCredit(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rl.db")
-	clk := newFakeClock()
-	var f recFail
-	l := openDurable(t, path, clk, func(o *Options) { o.beforeCommit = f.hook })
-	if s := mustLimit(t, l, Request{Name: "tb", Key: "k", Count: 10}); !s.OK {
-		t.Fatal("grant of 10 denied")
-	}
-	f.on.Store(true)
-	if err := l.Credit(recCtx, "tb", "k", 4); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("Credit with a failing log: %v, want ErrUnavailable", err)
-	}
-	// A snapshot "before a planned restart" (Snapshot's doc), after the
-	// failure.
-	if err := l.Snapshot(); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("Snapshot after a failed commit: %v, want ErrUnavailable", err)
-	}
-	if err := l.Close(); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("Close: %v, want the sticky ErrUnavailable", err)
-	}
-	f.on.Store(false)
-	l = openDurable(t, path, clk, nil)
-	defer l.Close()
-	if v := mustValue(t, l, "tb", "k"); v != 0 {
-		t.Errorf("after restart tb/k = %v, want 0: the credit that returned ErrUnavailable was made durable by Snapshot", v)
-	}
-	// The caller retries the credit it was told had failed.
-	if err := l.Credit(recCtx, "tb", "k", 4); err != nil {
-		t.Fatal(err)
-	}
-	if v := mustValue(t, l, "tb", "k"); v != 4 {
-		t.Errorf("after the retried credit tb/k = %v, want 4 (one credit of 4 acknowledged): credited twice", v)
-	}
-}
-
-// The same for Reset: a reset answered ErrUnavailable is not in effect
-// after a restart, even with a Snapshot tried in between.
-func TestSnapshotAfterFailedReset(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rl.db")
-	clk := newFakeClock()
-	var f recFail
-	l := openDurable(t, path, clk, func(o *Options) { o.beforeCommit = f.hook })
-	mustLimit(t, l, Request{Name: "tb", Key: "k", Count: 10})
-	f.on.Store(true)
-	if err := l.Reset(recCtx, "tb", "k"); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("Reset with a failing log: %v, want ErrUnavailable", err)
-	}
-	_ = l.Snapshot()
-	_ = l.Close()
-	f.on.Store(false)
-	l = openDurable(t, path, clk, nil)
-	defer l.Close()
-	if v := mustValue(t, l, "tb", "k"); v != 0 {
-		t.Errorf("after restart tb/k = %v, want 0: the reset that returned ErrUnavailable was made durable by Snapshot", v)
+// A credit or reset whose commit failed is answered ErrUnavailable, and
+// the partitions still hold it. A Snapshot after the failure (Snapshot's
+// doc suggests one "before a planned restart") must not write that state:
+// it would make the failed change durable, and a caller who retries a
+// credit it was told had failed would credit twice. It fails with
+// ErrUnavailable, and after reopening the change is not in effect.
+func TestSnapshotAfterFailedChange(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		op    func(l *Limiter) error
+		retry func(t *testing.T, l *Limiter) // after reopening, if any
+	}{
+		{"credit", func(l *Limiter) error { return l.Credit(recCtx, "tb", "k", 4) }, func(t *testing.T, l *Limiter) {
+			if err := l.Credit(recCtx, "tb", "k", 4); err != nil {
+				t.Fatal(err)
+			}
+			if v := mustValue(t, l, "tb", "k"); v != 4 {
+				t.Errorf("after the retried credit tb/k = %v, want 4 (one credit of 4 acknowledged): credited twice", v)
+			}
+		}},
+		{"reset", func(l *Limiter) error { return l.Reset(recCtx, "tb", "k") }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rl.db")
+			clk := newFakeClock()
+			var f recFail
+			l := openDurable(t, path, clk, func(o *Options) { o.beforeCommit = f.hook })
+			if s := mustLimit(t, l, Request{Name: "tb", Key: "k", Count: 10}); !s.OK {
+				t.Fatal("grant of 10 denied")
+			}
+			f.on.Store(true)
+			if err := tc.op(l); !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("%s with a failing log: %v, want ErrUnavailable", tc.name, err)
+			}
+			if err := l.Snapshot(); !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("Snapshot after a failed commit: %v, want ErrUnavailable", err)
+			}
+			if err := l.Close(); !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("Close: %v, want the sticky ErrUnavailable", err)
+			}
+			f.on.Store(false)
+			l = openDurable(t, path, clk, nil)
+			defer l.Close()
+			if v := mustValue(t, l, "tb", "k"); v != 0 {
+				t.Errorf("after restart tb/k = %v, want 0: the %s that returned ErrUnavailable was made durable by Snapshot", v, tc.name)
+			}
+			if tc.retry != nil {
+				tc.retry(t, l)
+			}
+		})
 	}
 }
 
@@ -938,22 +929,7 @@ func TestRecoveryCrashRecoveryCreditsAndResets(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "crash.db")
 	used := map[string]float64{} // observed at the last reopen, then acknowledged since
 	for round := 0; round < 4; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRecoveryCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), recCrashEnv+"="+path)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(stdout)
-		if !sc.Scan() || sc.Text() != "ready" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("round %d: child did not start: %q", round, sc.Text())
-		}
+		cmd, sc := startCrashChild(t, round, "TestRecoveryCrashChild", recCrashEnv, path)
 		kill := func() { cmd.Process.Signal(syscall.SIGKILL) }
 		killAfter := time.Duration(100+rand.IntN(400)) * time.Millisecond
 		timer := time.AfterFunc(time.Minute, kill)
@@ -984,10 +960,7 @@ func TestRecoveryCrashRecoveryCreditsAndResets(t *testing.T) {
 			}
 		}
 		timer.Stop()
-		cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("round %d: child not killed by SIGKILL", round)
-		}
+		waitKilled(t, round, cmd)
 		l, err := Open(recCrashOptions(path))
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)

@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"testing"
@@ -39,16 +40,22 @@ func TestClientIP(t *testing.T) {
 		for _, v := range tc.xff {
 			r.Header.Add("X-Forwarded-For", v)
 		}
-		got, err := ClientIP(tc.trusted...)(r)
-		if tc.want == "" {
-			if err == nil {
-				t.Errorf("%s: %q, want an error", tc.name, got)
-			}
-			continue
+		expectKey(t, tc.name, ClientIP(tc.trusted...), r, tc.want)
+	}
+}
+
+// expectKey checks kf's key for r: want, or an error when want is "".
+func expectKey(t *testing.T, name string, kf KeyFunc, r *http.Request, want string) {
+	t.Helper()
+	got, err := kf(r)
+	if want == "" {
+		if err == nil {
+			t.Errorf("%s: %q, want an error", name, got)
 		}
-		if err != nil || got != tc.want {
-			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
-		}
+		return
+	}
+	if err != nil || got != want {
+		t.Errorf("%s: %q, %v; want %q", name, got, err, want)
 	}
 }
 
