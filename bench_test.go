@@ -59,6 +59,33 @@ func BenchmarkLimit(b *testing.B) {
 	}
 }
 
+// BenchmarkLimitHot is one Limit call per operation on one global limit,
+// memory mode, 256 callers, unsharded and sharded: what Shards buys a hot
+// limit (see actor.Group.Route for the pairing it measures).
+func BenchmarkLimitHot(b *testing.B) {
+	for _, shards := range []int{1, 2, 16} {
+		b.Run("shards="+strconv.Itoa(shards), func(b *testing.B) {
+			l, err := Open(Options{Limits: map[string]Config{
+				"global": {Kind: TokenBucket, Rate: 500000, Period: time.Second, Capacity: 50000, Shards: shards},
+			}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { l.Close() })
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.SetParallelism((256 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := l.Limit(ctx, Request{Name: "global"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkLimitMany decides 64 requests per call.
 func BenchmarkLimitMany(b *testing.B) {
 	l := benchLimiter(b, "")

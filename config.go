@@ -89,8 +89,8 @@ type Options struct {
 	// buckets); 0 means 8 x GOMAXPROCS. A caller that finds its partition
 	// idle decides on its own goroutine, so idle partitions cost nothing
 	// and more of them make two callers meeting on one (and one of them
-	// parking) rarer; a limit's shards still spread over at most
-	// GOMAXPROCS partitions (see the actor package).
+	// parking) rarer. A sharded limit's shards sit in pairs on up to
+	// Partitions partitions (Shards/2 of them; see the actor package).
 	Partitions int
 	// LockTimeout bounds how long Open waits for another process's lock on
 	// Path; 0 means 1 s, < 0 tries once without waiting.

@@ -78,7 +78,6 @@ func Open(opts Options) (*Limiter, error) {
 		l.log, log = w, w
 	}
 	l.group = actor.NewGroup(n, log, l.now)
-	l.group.SetSpread(procs)
 	if opts.queueOnly {
 		l.group.QueueOnly()
 	}

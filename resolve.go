@@ -170,7 +170,7 @@ func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op,
 		item.Part, item.Hash = l.group.Route(h, 0), actor.TableHash(d.nameHash, key, 0)
 		mem.A = c.AddItem(item, m, false)
 	} else {
-		i, j := twoShards(d.shards, l.group.Spread())
+		i, j := twoShards(d.shards)
 		item.ID.Shard, item.Part, item.Hash = uint32(i), l.group.Route(h, uint32(i)), actor.TableHash(d.nameHash, key, uint32(i))
 		mem.A = c.AddItem(item, m, false)
 		item.ID.Shard, item.Part, item.Hash = uint32(j), l.group.Route(h, uint32(j)), actor.TableHash(d.nameHash, key, uint32(j))
@@ -211,21 +211,15 @@ func (d *limitDef) status(m *actor.Member) Status {
 }
 
 // twoShards draws two distinct random shards of n, for the power of two
-// choices. Shard s lives on partition (hash + s mod parts) mod N (parts is
-// the group's Spread), so the shards sharing the first one's partition are
-// those congruent to it mod parts;
-// when there are two or more, the second is drawn among them, and the
-// request is decided by one partition in one step instead of a two-phase
-// reservation across two. Every shard is still equally likely to be drawn
-// first, and the two are always distinct.
-func twoShards(n, parts int) (i, j int) {
+// choices: a uniformly random shard i and its pair mate i^1, which shares
+// i's partition (see actor.Group.Route), so that the request is decided by
+// one partition in one step instead of a reservation across two. Each pair
+// balances its two shards; the pairs are drawn uniformly. Only the last
+// shard of an odd n has no mate: it is paired with a random other shard,
+// on another partition.
+func twoShards(n int) (i, j int) {
 	i = rand.IntN(n)
-	r := i % parts
-	if mates := (n - r + parts - 1) / parts; mates >= 2 {
-		j = r + rand.IntN(mates-1)*parts
-		if j >= i {
-			j += parts
-		}
+	if j = i ^ 1; j < n {
 		return i, j
 	}
 	j = rand.IntN(n - 1)

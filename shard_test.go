@@ -9,14 +9,15 @@ import (
 	"time"
 )
 
-// Every routing of a sharded request (both shards on one partition, shards
-// paired on a partition, shards on two partitions with the hold-free path
-// and its two-phase fallback) keeps exact accounting under concurrency: with
+// Every routing of a sharded request (a pair of shards on one partition; the
+// lone last shard of an odd count with a shard on another partition, through
+// the hold-free path and its two-phase fallback) keeps exact accounting
+// under concurrency: with
 // a frozen clock, the value is capacity minus the acknowledged grants, and
 // never below -maxReserved.
 func TestShardedRoutingsExact(t *testing.T) {
 	for _, parts := range []int{1, 2, 8} {
-		for _, shards := range []int{2, 4, 16} {
+		for _, shards := range []int{2, 4, 5, 16} {
 			t.Run("parts="+strconv.Itoa(parts)+"/shards="+strconv.Itoa(shards), func(t *testing.T) {
 				clk := newFakeClock()
 				l, err := Open(Options{Now: clk.Now, Partitions: parts, Limits: map[string]Config{

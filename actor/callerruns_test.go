@@ -109,34 +109,28 @@ func TestStopWaitsForCallerHoldingPartition(t *testing.T) {
 	}
 }
 
-// A bucket's shards spread over Spread partitions: shard s on partition
-// (hash + s mod Spread) mod N.
-func TestRouteSpread(t *testing.T) {
-	g := NewGroup(16, NopLog{}, frozen)
-	g.SetSpread(2)
-	if g.Spread() != 2 {
-		t.Fatalf("Spread = %d, want 2", g.Spread())
-	}
+// Shard s of a bucket sits on partition (hash + s/2) mod N: shards 2k and
+// 2k+1 share one, and a limit's pairs cover min(N, shards/2) partitions.
+func TestRoutePairs(t *testing.T) {
+	const n = 16
+	g := NewGroup(n, NopLog{}, frozen)
 	for h := range uint64(64) {
-		parts := map[int32]bool{}
-		for s := range uint32(16) {
-			p := g.Route(h, s)
-			parts[p] = true
-			if q := g.Route(h, s%2); p != q {
-				t.Fatalf("hash %d: shard %d on %d, shard %d on %d", h, s, p, s%2, q)
+		if p := g.Route(h, 0); p != int32(h%n) {
+			t.Fatalf("hash %d: shard 0 on %d, want %d", h, p, h%n)
+		}
+		for _, shards := range []uint32{2, 3, 16, 64} {
+			parts := map[int32]bool{}
+			for s := range shards {
+				p := g.Route(h, s)
+				parts[p] = true
+				if q := g.Route(h, s^1); p != q {
+					t.Fatalf("hash %d: shard %d on %d, its mate %d on %d", h, s, p, s^1, q)
+				}
+			}
+			if want := min(n, int(shards+1)/2); len(parts) != want {
+				t.Fatalf("hash %d: %d shards on %d partitions, want %d", h, shards, len(parts), want)
 			}
 		}
-		if len(parts) != 2 {
-			t.Fatalf("hash %d: 16 shards on %d partitions, want 2", h, len(parts))
-		}
-	}
-	g.SetSpread(99)
-	if g.Spread() != 16 {
-		t.Errorf("SetSpread(99): Spread = %d, want N = 16", g.Spread())
-	}
-	g.SetSpread(0)
-	if g.Spread() != 1 {
-		t.Errorf("SetSpread(0): Spread = %d, want 1", g.Spread())
 	}
 }
 

@@ -2,9 +2,10 @@
 // owns a table of bucket states outright, and at any moment exactly one
 // goroutine executes for it (see "Who executes a partition"), so deciding
 // never locks a bucket. A bucket (name, key, shard) lives on partition
-// (Hash(name, key) + shard mod Spread) mod N, so the shards of one limit sit
-// on up to Spread different partitions (the limiter uses GOMAXPROCS) and a
-// hot global limit spreads over cores.
+// (Hash(name, key) + shard/2) mod N: shards 2k and 2k+1 pair up on one
+// partition, where a request's two choices are decided in one step, and a
+// hot limit's pairs spread over up to N partitions, so concurrent callers
+// rarely meet on one (see Group.Route).
 //
 // # Calls and messages
 //

@@ -8,10 +8,11 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/bucket"
 )
 
-// shardPair is shards 0 and 1 of one key, on partitions 0 and 1.
+// shardPair is shards 0 and 2 of one key, on partitions 0 and 1 (shards 0
+// and 1 are mates on one partition; see Route).
 func shardPair(g *Group, lim *bucket.Limit) (a, b Item) {
 	key := keyOn(g, "s", 0, 0)
-	return itemFor(g, lim, "s", key, 0), itemFor(g, lim, "s", key, 1)
+	return itemFor(g, lim, "s", key, 0), itemFor(g, lim, "s", key, 2)
 }
 
 // The two-choice path, case by case, with a frozen clock.

@@ -1,7 +1,8 @@
 // Sharded: one global limit hit from many goroutines at once. Shards: 8
-// splits the limit's rate and capacity over 8 buckets spread over up to
-// GOMAXPROCS partitions, so concurrent requests queue less on one
-// goroutine; each request picks the better of two random shards. The bound
+// splits the limit's rate and capacity over 8 buckets in 4 pairs, each pair
+// on its own partition, so concurrent requests rarely meet on one; each
+// request draws a random pair and takes from the better of its two shards,
+// both decided in one step. The bound
 // still holds: with the clock frozen, no more than the capacity is ever
 // granted.
 package main
