@@ -216,7 +216,7 @@ func (d *limitDef) status(m *actor.Member) Status {
 // one partition in one step instead of a reservation across two. Each pair
 // balances its two shards; the pairs are drawn uniformly. Only the last
 // shard of an odd n has no mate: it is paired with a random other shard,
-// on another partition.
+// usually on another partition (the hold-free path of actor.twoChoices).
 func twoShards(n int) (i, j int) {
 	i = rand.IntN(n)
 	if j = i ^ 1; j < n {

@@ -95,9 +95,10 @@ func (g *Group) QueueOnly() {
 // GOMAXPROCS partitions as before (go run ./bench -scenario hot -mode
 // memory -baselines "" -callers 256,1024 -runs 3, three alternating
 // pairs): Shards 16 against unsharded at 256 callers went from 0.82x in
-// every run to 1.14x-1.73x; and a limit of 2 shards, whose every request
-// crossed two partitions, from 1.4-1.6 us a decision to 0.42-0.61 us
-// (go test -bench LimitHot/shards=2 -count 3, alternating).
+// each of three runs to 1.14x-1.73x; and a limit of 2 shards, whose every
+// request crossed two partitions, from 1.36-1.58 us a decision to
+// 0.42-0.61 us (go test -bench LimitHot/shards=2, three alternating
+// pairs).
 //
 // Placement depends on (name, key, shard) alone, not on the limit's
 // config, so recovery puts every bucket where requests look for it, even
