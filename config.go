@@ -63,7 +63,10 @@ type Config struct {
 	MaxReserved float64
 	// Shards splits the limit into that many buckets per key, each with
 	// Rate, Capacity and MaxReserved divided evenly; 0 or 1 means one
-	// bucket. At most MaxShards.
+	// bucket. At most MaxShards. Shards sit in pairs, one pair per
+	// partition, and a request takes from the better of a random pair:
+	// prefer an even count, since the last shard of an odd one has no
+	// mate and its requests cross two partitions (several times slower).
 	Shards int
 	// Start is, for FixedWindow only, a time at which a window begins. Zero
 	// derives the phase from a hash of (name, key): deterministic across
