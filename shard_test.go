@@ -12,9 +12,8 @@ import (
 // Every routing of a sharded request (a pair of shards on one partition; the
 // lone last shard of an odd count with a shard on another partition, through
 // the hold-free path and its two-phase fallback) keeps exact accounting
-// under concurrency: with
-// a frozen clock, the value is capacity minus the acknowledged grants, and
-// never below -maxReserved.
+// under concurrency: with a frozen clock, the value is capacity minus the
+// acknowledged grants, and never below -maxReserved.
 func TestShardedRoutingsExact(t *testing.T) {
 	for _, parts := range []int{1, 2, 8} {
 		for _, shards := range []int{2, 4, 5, 16} {
