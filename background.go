@@ -3,7 +3,7 @@ package ratelimit
 import (
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
 
 // Defaults of the durable and background knobs in Options.

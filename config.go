@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // Kind is a limit's algorithm.

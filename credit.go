@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
 
 // Credit gives count tokens back to (name, key): a reserved job that was

@@ -3,8 +3,8 @@ package ratelimit
 import (
 	"context"
 	"errors"
-	"github.com/seed7fbd42b6/ratelimit/actor"
-	"github.com/seed7fbd42b6/ratelimit/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 	"math"
 	"path/filepath"
 	"testing"

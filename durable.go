@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit/actor"
-	"github.com/seed7fbd42b6/ratelimit/bucket"
-	"github.com/seed7fbd42b6/ratelimit/snapshot"
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/snapshot"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 	bolt "go.etcd.io/bbolt"
 )
 

@@ -3,7 +3,7 @@ package ratelimit
 import (
 	"math"
 
-	"github.com/seed7fbd42b6/ratelimit/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
 
 type actorPartition = actor.Partition

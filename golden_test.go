@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit/snapshot"
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/snapshot"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // testdata/v1.db is a file written by this version: grants, a reservation,

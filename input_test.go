@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // A key the log could not record is refused up front: nothing consumed, and

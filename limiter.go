@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit/actor"
-	"github.com/seed7fbd42b6/ratelimit/bucket"
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // Limiter decides rate-limit requests. It is safe for concurrent use by any

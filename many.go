@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/seed7fbd42b6/ratelimit/actor"
-	"github.com/seed7fbd42b6/ratelimit/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // LimitMany decides each request independently, as Limit would, but hands

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit/actor"
-	"github.com/seed7fbd42b6/ratelimit/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // limitDef is a validated limit: its config with defaults and the

@@ -3,7 +3,7 @@ package ratelimit
 import (
 	"testing"
 
-	"github.com/seed7fbd42b6/ratelimit/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
 
 // twoShards draws a uniformly random shard and its pair mate, which lives on

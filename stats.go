@@ -3,7 +3,7 @@ package ratelimit
 import (
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // Stats are the limiter's counters, for dashboards and alerts (package

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/seed7fbd42b6/ratelimit/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // Adversarial tests of table (table.go) and its users Sweep, SweepSome

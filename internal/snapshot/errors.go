@@ -3,7 +3,7 @@ package snapshot
 import (
 	"fmt"
 
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // Sentinel errors. Each wraps the wal sentinel of the same meaning, so

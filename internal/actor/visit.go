@@ -1,6 +1,6 @@
 package actor
 
-import "github.com/seed7fbd42b6/ratelimit/bucket"
+import "github.com/seed7fbd42b6/ratelimit/internal/bucket"
 
 // These methods are for functions passed to Group.Run, which execute on the
 // partition's own goroutine.

@@ -1,6 +1,6 @@
 package actor
 
-import "github.com/seed7fbd42b6/ratelimit/bucket"
+import "github.com/seed7fbd42b6/ratelimit/internal/bucket"
 
 // decideMember decides one member against its items' current states,
 // updating them (and marking them Write) on a grant that writes.

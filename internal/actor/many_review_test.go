@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // hookClock is a settable clock that runs hook (once) on the caller's

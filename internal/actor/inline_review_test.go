@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // inlineMode reports whether g's callers may run idle partitions inline

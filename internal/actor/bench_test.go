@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/seed7fbd42b6/ratelimit/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 var benchLim = &bucket.Limit{Kind: bucket.TokenBucket, Rate: 1e9, Period: 1e9, Capacity: 1e9}

@@ -1,7 +1,7 @@
 package actor
 
 import (
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 func (p *Partition) handle(m msg) {

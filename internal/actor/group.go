@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/seed7fbd42b6/ratelimit/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // Group is the set of partitions of one limiter. Its methods are safe for

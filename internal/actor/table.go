@@ -4,7 +4,7 @@ import (
 	"hash/maphash"
 	"math/rand/v2"
 
-	"github.com/seed7fbd42b6/ratelimit/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // table is a partition's bucket map, keyed by the bucket's 64-bit table

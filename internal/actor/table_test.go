@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/seed7fbd42b6/ratelimit/bucket"
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // collidingIDs are n distinct bucket ids given one shared table hash h

@@ -3,7 +3,7 @@ package actor
 import (
 	"sync"
 
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // Log is where partitions hand the records of each batch; *wal.Log is one.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit/bucket"
-	"github.com/seed7fbd42b6/ratelimit/wal"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // t0 is the frozen clock's reading.
