@@ -1,0 +1,14 @@
+module github.com/seed7fbd42b6/ratelimit/bench
+
+go 1.25.0
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/seed7fbd42b6/ratelimit v0.0.0
+	go.etcd.io/bbolt v1.5.0
+	golang.org/x/time v0.12.0
+)
+
+require golang.org/x/sys v0.45.0 // indirect
+
+replace github.com/seed7fbd42b6/ratelimit => ../
