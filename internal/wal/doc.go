@@ -56,7 +56,7 @@
 //
 // One bbolt file. Top-level buckets owned by this package:
 //
-//	"meta"  "magic"     -> Magic ("seed7fbd42b6/ratelimit/internal/wal", ASCII)
+//	"meta"  "magic"     -> Magic ("seed7fbd42b6/ratelimit/wal", ASCII)
 //	        "version"   -> uint32 big-endian: 1, or 2 once a chunked batch
 //	                       was written (FormatVersion is the newest)
 //	        "truncated" -> uint64 big-endian: the highest sequence number

@@ -25,7 +25,7 @@ const (
 )
 
 // Magic identifies a file written by this package.
-const Magic = "seed7fbd42b6/ratelimit/internal/wal"
+const Magic = "seed7fbd42b6/ratelimit/wal"
 
 var (
 	metaBucket   = []byte("meta")
