@@ -55,9 +55,10 @@ type Limit struct {
 	File string // where the rule is defined
 	Line int
 	// Config is the limit's algorithm, valid for ratelimit.Open; the zero
-	// Config when Unlimited or Blocked. A unit-based rule (theirs) is a
-	// ratelimit.FixedWindow of RequestsPerUnit per Unit starting at the
-	// Unix epoch, Capacity RequestsPerUnit, Shards 1.
+	// Config when Unlimited or Blocked. A rule without ratelimitd's
+	// extensions is a ratelimit.FixedWindow of RequestsPerUnit per Unit,
+	// Start the Unix epoch, Capacity RequestsPerUnit, Shards 1. Fixed
+	// windows always start at the epoch; token buckets have no Start.
 	Config ratelimit.Config
 	// RequestsPerUnit, Unit and UnitMultiplier are what Envoy's
 	// current_limit reports: the limit is RequestsPerUnit per
