@@ -3,10 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"slices"
-	"time"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
@@ -48,7 +45,7 @@ func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) e
 	// context that cannot end): a credit is not idempotent, so a caller
 	// told it failed must be able to retry it without giving the tokens
 	// back twice.
-	abandoned, err := l.group.Decide(context.Background(), c)
+	abandoned, err := l.store.Decide(context.Background(), c)
 	if err != nil {
 		if !abandoned {
 			c.Release()
@@ -102,27 +99,4 @@ func fillEmptiest(c *actor.Call, now int64, count float64) {
 			it.Write = true
 		}
 	}
-}
-
-// Config returns the named limit's config with defaults applied.
-func (l *Limiter) Config(name string) (Config, bool) {
-	d, err := l.resolve(name, nil)
-	if err != nil {
-		return Config{}, false
-	}
-	return d.cfg, true
-}
-
-// Jitter returns d plus a uniformly random extra in [0, spread): schedule
-// work at Jitter(st.RetryAfter, spread) instead of all at st.RetryAfter, so
-// the callers a limit turned away do not all come back at once.
-func Jitter(d, spread time.Duration) time.Duration {
-	if spread <= 0 {
-		return d
-	}
-	extra := time.Duration(rand.Int64N(int64(spread)))
-	if d > math.MaxInt64-extra { // saturate rather than wrap negative
-		return math.MaxInt64
-	}
-	return d + extra
 }

@@ -3,12 +3,13 @@ package ratelimit
 import (
 	"context"
 	"errors"
-	"github.com/seed7fbd42b6/ratelimit/internal/actor"
-	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 	"math"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 func TestCredit(t *testing.T) {

@@ -75,10 +75,13 @@ type Call struct {
 	// call: it reads the items' States, sets State and Write on the ones to
 	// store, and reports whether to commit.
 	DecideFn func(c *Call, now int64) bool
+	// Now is the clock reading the items' States are current at, set by
+	// Group.Peek.
+	Now int64
 
 	fn        func(*Partition) // for Run
 	ranges    []span
-	now       int64 // a clock reading for the spans the caller runs itself; 0: none
+	spanNow   int64 // a clock reading for the spans the caller runs itself; 0: none
 	scratch   []Item
 	done      chan struct{}
 	remaining atomic.Int32
@@ -126,7 +129,7 @@ func (c *Call) Release() {
 	clear(c.Items) // drop string and limit references
 	clear(c.Members)
 	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
-	c.Atomic, c.fn, c.cancel, c.DecideFn, c.uncounted, c.now, c.oneMsg = false, nil, false, nil, false, 0, false
+	c.Atomic, c.fn, c.cancel, c.DecideFn, c.uncounted, c.spanNow, c.Now, c.oneMsg = false, nil, false, nil, false, 0, 0, false
 	callPool.Put(c)
 }
 

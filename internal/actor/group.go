@@ -72,6 +72,15 @@ func (g *Group) Stop() {
 // N is the number of partitions.
 func (g *Group) N() int { return len(g.parts) }
 
+// Partitions is the number of partitions (the store.Store method).
+func (g *Group) Partitions() int { return len(g.parts) }
+
+// Close stops the partitions (see Stop); it returns nil.
+func (g *Group) Close() error {
+	g.Stop()
+	return nil
+}
+
 // QueueOnly makes every message queue for the partitions' goroutines, as
 // if no partition were ever idle: tests run the protocol on that path too
 // (ACTOR_QUEUE_ONLY=1, here and in the ratelimit package), and
@@ -184,10 +193,12 @@ func (g *Group) twoPhase(c *Call) {
 	<-c.done
 }
 
-// Peek fills the states of c's items (as stored, or fresh), holding none.
+// Peek fills the states of c's items (as stored, or fresh), holding none,
+// and sets c.Now to a clock reading taken after them.
 func (g *Group) Peek(c *Call) {
 	g.group(c)
 	g.phase(c, kindPeek, c.ranges)
+	c.Now = g.clock()
 }
 
 // Reset deletes c's items' buckets, durably.
@@ -219,7 +230,7 @@ func (g *Group) phase(c *Call, k kind, spans []span) {
 		// One clock reading for every span this caller runs itself (a
 		// span queued for a busy partition is decided in its batch, at
 		// that batch's reading). Only send reads it, below.
-		c.now = g.clock()
+		c.spanNow = g.clock()
 	}
 	c.begin(len(spans))
 	for _, s := range spans {
@@ -233,7 +244,7 @@ func (g *Group) phase(c *Call, k kind, spans []span) {
 			c.partDone()
 		}
 	}
-	c.now = 0
+	c.spanNow = 0
 	<-c.done
 }
 

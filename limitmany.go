@@ -28,7 +28,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 	c := actor.NewCall()
 	sc := manyPool.Get().(*manyScratch)
 	defer manyPool.Put(sc)
-	sc.reset(l.group.N())
+	sc.reset(l.store.Partitions())
 	sharded := false
 	sc.touch = touchKeys(rs)
 	var d *limitDef // the previous request's limit: batches mostly repeat one
@@ -52,7 +52,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		default:
 			out = append(out, Decision{Status: Status{Limit: d.name}})
 			h := bucket.HashWith(d.nameHash, r.Key)
-			part := l.group.Route(h, 0)
+			part := l.store.Route(h, 0)
 			sc.add(h, part, int32(i))
 			c.Members = append(c.Members, actor.Member{Op: actor.OpTake, Count: n, Reserve: r.Reserve, B: -1, Ref: d})
 		}
@@ -76,7 +76,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		c.Members[m].A = pos
 	}
 	if len(c.Members) > 0 {
-		abandoned, err := l.group.Decide(ctx, c)
+		abandoned, err := l.store.Decide(ctx, c)
 		if err != nil {
 			for i := range out {
 				if out[i].Err == nil || out[i].Err == errLater {

@@ -1,0 +1,24 @@
+package ratelimit
+
+// Request asks a limit for tokens.
+type Request struct {
+	Name string
+	// Key selects the bucket within the limit; "" is the limit's one
+	// shared (global) bucket. Any bytes.
+	Key string
+	// Count is the number of tokens; 0 means 1. Negative, NaN, infinite, or
+	// more than the limit can ever grant at once: ErrInvalidCount.
+	Count float64
+	// Reserve grants even when tokens are short, leaving debt (at most
+	// Config.MaxReserved); Status.RetryAfter then says when to run the work.
+	Reserve bool
+	// Config, if set, is the limit's config inline; it wins over
+	// Options.Limits. It is validated once per distinct config and cached.
+	Config *Config
+}
+
+// Decision is one request's outcome in LimitMany.
+type Decision struct {
+	Status
+	Err error // non-nil: the request could not be decided (nothing consumed, but see ErrUnavailable)
+}
