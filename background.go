@@ -9,7 +9,7 @@ import (
 // sweep drops full buckets from every partition, all of them.
 func (l *Limiter) sweep() int {
 	now, dropped := l.now(), 0
-	for i := 0; i < l.group.N(); i++ {
+	for i := 0; i < l.group.Partitions(); i++ {
 		l.group.Run(i, func(p *actor.Partition) { dropped += p.Sweep(now, nil) })
 	}
 	return dropped
@@ -25,7 +25,7 @@ const sweepSlice = 16 << 10
 // interleave with it.
 func (l *Limiter) sweepGently() (dropped int) {
 	now := l.now()
-	for i := 0; i < l.group.N(); i++ {
+	for i := 0; i < l.group.Partitions(); i++ {
 		steps := -1 // planned by the first step
 		for step := 0; steps < 0 || step < steps; step++ {
 			ok := l.group.Run(i, func(p *actor.Partition) {

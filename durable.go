@@ -41,7 +41,7 @@ func (l *Limiter) recover() error {
 		h := bucket.Hash(r.Name, r.Key)
 		var lim *bucket.Limit
 		if d, ok := l.named(r.Name); ok && int(r.Shard) < d.shards {
-			lim = &d.shard
+			lim = &d.perShard
 		}
 		l.group.Restore(actor.BucketID{Name: r.Name, Key: r.Key, Shard: r.Shard},
 			h, bucket.State{Value: r.Value, TS: r.TS}, lim, r.Delete)
@@ -93,7 +93,7 @@ func (l *Limiter) Snapshot() error {
 	// failed, the copy is not written: it would make durable a credit or
 	// reset whose caller was told it failed.
 	pos, written := l.wal.Position(), l.wal.Written()
-	parts := make([][]wal.Record, l.group.N())
+	parts := make([][]wal.Record, l.group.Partitions())
 	now := l.now()
 	for i := range parts {
 		if !l.group.Run(i, func(p *actor.Partition) {

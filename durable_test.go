@@ -225,7 +225,7 @@ func TestOneOffKeysDoNotAccumulate(t *testing.T) {
 	}
 	live := func() int {
 		total := 0
-		for i := 0; i < l.group.N(); i++ {
+		for i := 0; i < l.group.Partitions(); i++ {
 			l.group.Run(i, func(p *actorPartition) { total += p.Len() })
 		}
 		return total

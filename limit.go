@@ -15,15 +15,15 @@ import (
 // a partition had already taken up may still be granted (and committed):
 // that can only under-admit.
 func (l *Limiter) Limit(ctx context.Context, r Request) (Status, error) {
-	return l.one(ctx, r, actor.OpTake)
+	return l.decideOne(ctx, r, actor.OpTake)
 }
 
 // Check answers as Limit would, without taking anything.
 func (l *Limiter) Check(ctx context.Context, r Request) (Status, error) {
-	return l.one(ctx, r, actor.OpCheck)
+	return l.decideOne(ctx, r, actor.OpCheck)
 }
 
-func (l *Limiter) one(ctx context.Context, r Request, op actor.Op) (Status, error) {
+func (l *Limiter) decideOne(ctx context.Context, r Request, op actor.Op) (Status, error) {
 	if err := l.usable(ctx); err != nil {
 		return Status{}, err
 	}

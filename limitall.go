@@ -108,7 +108,7 @@ func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 		if !first {
 			continue
 		}
-		state := bucket.State{Value: d.shard.Capacity} // full: the best case
+		state := bucket.State{Value: d.perShard.Capacity} // full: the best case
 		total, fits, reserve := 0.0, true, false
 		for j := i; j < len(rs); j++ {
 			if defs[j].name != d.name || rs[j].Key != rs[i].Key {
@@ -121,14 +121,14 @@ func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 			total += ms[j].Count
 			reserve = reserve || rs[j].Reserve
 			if d.shards == 1 && fits {
-				dec := d.shard.Take(state, 0, ms[j].Count, rs[j].Reserve)
+				dec := d.perShard.Take(state, 0, ms[j].Count, rs[j].Reserve)
 				state, fits = dec.Next, dec.OK
 			}
 		}
 		if n == 1 {
 			continue
 		}
-		most := d.shard.MaxCount(reserve) * float64(d.shards)
+		most := d.perShard.MaxCount(reserve) * float64(d.shards)
 		if !fits || total > most {
 			return fmt.Errorf("%w: %v tokens asked of %q/%q in one call, which it can never grant together (at most %v, in this order)",
 				ErrInvalidCount, total, d.name, rs[i].Key, most)

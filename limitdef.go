@@ -13,7 +13,7 @@ type limitDef struct {
 	name     string
 	nameHash uint64       // bucket.NameHash(name)
 	cfg      Config       // with defaults applied
-	shard    bucket.Limit // one shard's rate, capacity and maxReserved
+	perShard bucket.Limit // one shard's rate, capacity and maxReserved
 	shards   int
 	phase    int64 // fixed-window phase from cfg.Start
 	hasStart bool
@@ -43,7 +43,7 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 		name:     name,
 		nameHash: bucket.NameHash(name),
 		cfg:      c,
-		shard: bucket.Limit{
+		perShard: bucket.Limit{
 			Kind:        bucket.Kind(c.Kind),
 			Rate:        c.Rate / n,
 			Period:      int64(c.Period),
@@ -55,10 +55,10 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 	if !c.Start.IsZero() {
 		d.phase, d.hasStart = bucket.StartPhase(c.Start.UnixNano(), int64(c.Period)), true
 	}
-	if d.shard.Capacity <= 0 || d.shard.Rate <= 0 || math.IsInf(d.shard.Capacity, 0) {
+	if d.perShard.Capacity <= 0 || d.perShard.Rate <= 0 || math.IsInf(d.perShard.Capacity, 0) {
 		return nil, fmt.Errorf("%w: limit %q: capacity and rate per shard must be > 0", ErrInvalidConfig, name)
 	}
-	if c.MaxReserved > 0 && d.shard.MaxReserved == 0 { // 0 would mean unlimited
+	if c.MaxReserved > 0 && d.perShard.MaxReserved == 0 { // 0 would mean unlimited
 		return nil, fmt.Errorf("%w: limit %q: maxReserved per shard must be > 0 when set", ErrInvalidConfig, name)
 	}
 	return d, nil
@@ -67,7 +67,7 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 // sameBuckets reports whether d and e, limits of one name, decide its
 // buckets alike: same per-shard arithmetic, shard count and phase.
 func (d *limitDef) sameBuckets(e *limitDef) bool {
-	return d == e || d.shard == e.shard && d.shards == e.shards && d.hasStart == e.hasStart && d.phase == e.phase
+	return d == e || d.perShard == e.perShard && d.shards == e.shards && d.hasStart == e.hasStart && d.phase == e.phase
 }
 
 // phaseFor is the fixed-window phase of the key whose (name, key) hash is h.
@@ -75,7 +75,7 @@ func (d *limitDef) phaseFor(h uint64) int64 {
 	if d.hasStart {
 		return d.phase
 	}
-	return bucket.Phase(h, d.shard.Period)
+	return bucket.Phase(h, d.perShard.Period)
 }
 
 // count validates a request's count: 0 means 1; it must be finite, >= 0 and
@@ -88,7 +88,7 @@ func (d *limitDef) count(n float64, reserve bool) (float64, error) {
 	if !finite(n) || n < 0 {
 		return 0, fmt.Errorf("%w: %v", ErrInvalidCount, n)
 	}
-	most := d.shard.MaxCount(reserve)
+	most := d.perShard.MaxCount(reserve)
 	if d.shards > 1 {
 		most *= 2
 	}

@@ -5,36 +5,46 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
+// keyHashes are a request's two hashes of (name, key), computed once (see
+// internal/bucket's hash.go): route places buckets and fixed-window
+// phases, table keys the partitions' tables.
+type keyHashes struct{ route, table uint64 }
+
+func hashKey(d *limitDef, key string) keyHashes {
+	return keyHashes{bucket.HashWith(d.nameHash, key), bucket.TableHash(d.nameHash, key)}
+}
+
+// item is the bucket shard of (d, key).
+func (l *Limiter) item(d *limitDef, key string, h keyHashes, shard uint32) actor.Item {
+	return actor.Item{
+		ID:    actor.BucketID{Name: d.name, Key: key, Shard: shard},
+		Hash:  bucket.ShardHash(h.table, shard),
+		Lim:   &d.perShard,
+		Phase: d.phaseFor(h.route),
+		Part:  l.store.Route(h.route, shard),
+	}
+}
+
 // addMember adds to c a member for one request on (d, key): one item, or two
 // distinct random shards for a sharded limit (power of two choices).
 func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op, count float64, reserve bool) {
 	m := int32(len(c.Members))
-	h := bucket.HashWith(d.nameHash, key)
-	item := actor.Item{ID: actor.BucketID{Name: d.name, Key: key}, Lim: &d.shard, Phase: d.phaseFor(h)}
-	mem := actor.Member{Op: op, Count: count, Reserve: reserve, B: -1, Ref: d}
+	h := hashKey(d, key)
+	mem := actor.Member{Op: op, Count: count, Reserve: reserve, Second: -1, Def: d}
 	if d.shards == 1 {
-		item.Part, item.Hash = l.store.Route(h, 0), actor.TableHash(d.nameHash, key, 0)
-		mem.A = c.AddItem(item, m, false)
+		mem.First = c.AddItem(l.item(d, key, h, 0), m, false)
 	} else {
 		i, j := twoShards(d.shards)
-		item.ID.Shard, item.Part, item.Hash = uint32(i), l.store.Route(h, uint32(i)), actor.TableHash(d.nameHash, key, uint32(i))
-		mem.A = c.AddItem(item, m, false)
-		item.ID.Shard, item.Part, item.Hash = uint32(j), l.store.Route(h, uint32(j)), actor.TableHash(d.nameHash, key, uint32(j))
-		mem.B = c.AddItem(item, m, true)
+		mem.First = c.AddItem(l.item(d, key, h, uint32(i)), m, false)
+		mem.Second = c.AddItem(l.item(d, key, h, uint32(j)), m, true)
 	}
 	c.Members = append(c.Members, mem)
 }
 
 // addShards adds one item per shard of (d, key), for reads and resets.
 func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string) {
-	h := bucket.HashWith(d.nameHash, key)
+	h := hashKey(d, key)
 	for s := 0; s < d.shards; s++ {
-		c.AddItem(actor.Item{
-			ID:    actor.BucketID{Name: d.name, Key: key, Shard: uint32(s)},
-			Lim:   &d.shard,
-			Phase: d.phaseFor(h),
-			Part:  l.store.Route(h, uint32(s)),
-			Hash:  actor.TableHash(d.nameHash, key, uint32(s)),
-		}, -1, false)
+		c.AddItem(l.item(d, key, h, uint32(s)), -1, false)
 	}
 }

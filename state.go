@@ -57,7 +57,7 @@ func (l *Limiter) Value(ctx context.Context, name, key string) (Value, error) {
 	v := Value{Config: d.cfg}
 	ts := int64(math.MinInt64)
 	for i := range c.Items {
-		s := d.shard.Project(c.Items[i].State, now)
+		s := d.perShard.Project(c.Items[i].State, now)
 		v.Value += s.Value
 		ts = max(ts, s.TS)
 	}

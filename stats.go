@@ -13,8 +13,8 @@ type Stats struct {
 	// credits and resets are not counted. Reservations are grants that
 	// must wait (RetryAfter > 0).
 	Grants, Denials, Reservations uint64
-	// Errors counts requests answered with ErrUnavailable.
-	Errors uint64
+	// Unavailable counts requests answered with ErrUnavailable.
+	Unavailable uint64
 	// LiveBuckets is the number of buckets held in memory (not full).
 	LiveBuckets int
 	Partitions  int
@@ -64,7 +64,7 @@ func (l *Limiter) Stats() Stats {
 		Grants:       n.Grants,
 		Denials:      n.Denials,
 		Reservations: n.Reservations,
-		Errors:       l.unavailable.Load(),
+		Unavailable:  l.unavailable.Load(),
 		LiveBuckets:  n.Live,
 		Partitions:   l.store.Partitions(),
 		Snapshots:    l.snapshots.Load(),

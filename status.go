@@ -66,19 +66,17 @@ type Value struct {
 	Config Config
 }
 
-func nanos(d int64) time.Duration { return time.Duration(d) }
-
 // status turns a member's outcome into a Status.
 func (d *limitDef) status(m *actor.Member) Status {
 	left := m.Left
-	if m.B >= 0 { // two shards: report their average, scaled to the limit
+	if m.Second >= 0 { // two shards: report their average, scaled to the limit
 		left /= 2
 	}
 	return Status{
 		OK:         m.OK,
-		RetryAfter: nanos(m.RetryAfter),
+		RetryAfter: time.Duration(m.RetryAfter),
 		Limit:      d.name,
 		Remaining:  left * float64(d.shards),
-		ResetAfter: nanos(m.UntilFull),
+		ResetAfter: time.Duration(m.UntilFull),
 	}
 }

@@ -33,7 +33,7 @@ const (
 // bytes; a LimitMany call of 64 requests carries 64 items and members).
 type Item struct {
 	ID    BucketID
-	Hash  uint64 // TableHash(bucket.NameHash(Name), Key, Shard)
+	Hash  uint64 // bucket.ShardHash(bucket.TableHash(bucket.NameHash(Name), Key), Shard)
 	Lim   *bucket.Limit
 	Phase int64 // fixed-window phase
 
@@ -50,11 +50,15 @@ type Item struct {
 
 // Member is one decision of a call (64 bytes: one cache line).
 type Member struct {
-	Count   float64
-	Ref     any   // the caller's, untouched here
-	A, B    int32 // item indexes; B < 0 for one bucket
-	Op      Op
-	Reserve bool
+	Count float64
+	// Def is the caller's description of the member's limit (package
+	// ratelimit's *limitDef); stores do not touch it.
+	Def any
+	// First and Second index the member's items in Call.Items: Second is
+	// the other shard of a two-choice pair, < 0 for one bucket.
+	First, Second int32
+	Op            Op
+	Reserve       bool
 
 	OK         bool
 	RetryAfter int64
@@ -158,11 +162,11 @@ func (c *Call) SetItem(i int32, it Item, m int32) {
 // ItemErr returns the first error among the items of member m.
 func (c *Call) ItemErr(m int) error {
 	mem := &c.Members[m]
-	if err := c.Items[mem.A].Err; err != nil {
+	if err := c.Items[mem.First].Err; err != nil {
 		return err
 	}
-	if mem.B >= 0 {
-		return c.Items[mem.B].Err
+	if mem.Second >= 0 {
+		return c.Items[mem.Second].Err
 	}
 	return nil
 }
