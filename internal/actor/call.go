@@ -75,25 +75,24 @@ type Call struct {
 	// independently, in order, each where its bucket lives, so each must
 	// have exactly one item.
 	Atomic bool
-	// DecideFn, if set, replaces the member-by-member decision of an atomic
-	// call: it reads the items' States, sets State and Write on the ones to
-	// store, and reports whether to commit.
-	DecideFn func(c *Call, now int64) bool
 	// Now is the clock reading the items' States are current at, set by
 	// Group.Peek.
 	Now int64
 
-	fn        func(*Partition) // for Run
-	ranges    []span
-	spanNow   int64 // a clock reading for the spans the caller runs itself; 0: none
-	scratch   []Item
-	done      chan struct{}
-	remaining atomic.Int32
-	state     atomic.Int32
-	cancel    bool // a single-message call: may be abandoned
-	oneMsg    bool // sent as one message: its waiter is w (see msgWaiter)
-	w         msgWaiter
-	uncounted bool // a step of another call: not a decision of its own
+	fn      func(*Partition) // for Run
+	ranges  []span
+	spanNow int64 // a clock reading for the spans the caller runs itself; 0: none
+	scratch []Item
+	// decideHook, set by tests, replaces decideAll for an atomic call (to
+	// pause a chain in its last step).
+	decideHook func(c *Call, now int64) bool
+	done       chan struct{}
+	remaining  atomic.Int32
+	state      atomic.Int32
+	cancel     bool // a single-message call: may be abandoned
+	oneMsg     bool // sent as one message: its waiter is w (see msgWaiter)
+	w          msgWaiter
+	uncounted  bool // a step of another call: not a decision of its own
 }
 
 type span struct{ part, lo, hi int32 }
@@ -133,7 +132,7 @@ func (c *Call) Release() {
 	clear(c.Items) // drop string and limit references
 	clear(c.Members)
 	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
-	c.Atomic, c.fn, c.cancel, c.DecideFn, c.uncounted, c.spanNow, c.Now, c.oneMsg = false, nil, false, nil, false, 0, 0, false
+	c.Atomic, c.fn, c.cancel, c.decideHook, c.uncounted, c.spanNow, c.Now, c.oneMsg = false, nil, false, nil, false, 0, 0, false
 	callPool.Put(c)
 }
 

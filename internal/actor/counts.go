@@ -24,7 +24,7 @@ func (g *Group) Counts() Counts {
 
 // count adds an atomic call's outcome (one decision) to n.
 func (n *Counts) count(c *Call, granted bool) {
-	if c.DecideFn != nil || c.uncounted || !writes(c) {
+	if c.uncounted || !writes(c) {
 		return
 	}
 	if !granted {

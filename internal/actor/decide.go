@@ -43,8 +43,8 @@ func decideMember(c *Call, m *Member, now int64) {
 // decideAll decides every member in order, each seeing the ones before it,
 // and reports whether all were granted. When not, nothing is to be written.
 func decideAll(c *Call, now int64) bool {
-	if c.DecideFn != nil {
-		return c.DecideFn(c, now)
+	if c.decideHook != nil {
+		return c.decideHook(c, now)
 	}
 	all := true
 	for i := range c.Members {
