@@ -15,10 +15,11 @@ import (
 // a partition had already taken up may still be granted (and committed):
 // that can only under-admit.
 func (l *Limiter) Limit(ctx context.Context, r Request) (Status, error) {
-	return l.decideOne(ctx, r, actor.OpTake)
+	return l.decideOne(ctx, r, r.op())
 }
 
-// Check answers as Limit would, without taking anything.
+// Check answers as Limit would, without taking anything: Limit with
+// r.CheckOnly set.
 func (l *Limiter) Check(ctx context.Context, r Request) (Status, error) {
 	return l.decideOne(ctx, r, actor.OpCheck)
 }

@@ -9,18 +9,37 @@ import (
 )
 
 // LimitAll asks every request at once: all are granted or none is, never
-// over any limit, and concurrent calls cannot deadlock. RetryAfter is the
-// latest of the members' (of the denying ones, for a denial). A bad member
-// makes the whole call an error with nothing taken. Requests naming one
-// bucket several times are decided in order; if they could never be
-// granted together it is ErrInvalidCount, and if they give its limit two
+// over any limit, and concurrent calls cannot deadlock. A request with
+// CheckOnly set is decided with the others (if it is denied, so is the
+// call) but takes nothing. RetryAfter is the latest of the requests' (of
+// the denied ones, for a denial); Limit, Remaining and ResetAfter are
+// those of the denied request with the latest RetryAfter, or, for a grant,
+// of the request left with the fewest tokens. A bad request makes the
+// whole call an error with nothing taken. Requests naming one bucket
+// several times are decided in order; if they could never be granted
+// together it is ErrInvalidCount, and if they give its limit two
 // different configs, ErrInvalidConfig.
 func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
+	st, _, err := l.limitAll(ctx, rs, nil, false)
+	return st, err
+}
+
+// LimitAllStatuses is LimitAll that also reports each request's own part
+// of the decision: each[i] (appended to each[:0]; reuse it to avoid
+// allocating) is request i's status as decided in order within the call.
+// Its OK says whether its part could be granted after the parts before
+// it; when the call as a whole is denied nothing was taken, and the
+// Remaining of a part that could be granted is what it would have left.
+func (l *Limiter) LimitAllStatuses(ctx context.Context, rs []Request, each []Status) (Status, []Status, error) {
+	return l.limitAll(ctx, rs, each[:0], true)
+}
+
+func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, report bool) (Status, []Status, error) {
 	if err := l.usable(ctx); err != nil {
-		return Status{}, err
+		return Status{}, each, err
 	}
 	if len(rs) == 0 {
-		return Status{OK: true}, nil
+		return Status{OK: true}, each, nil
 	}
 	c := actor.NewCall()
 	c.Atomic = true
@@ -35,42 +54,37 @@ func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 			var n float64
 			if n, err = d.count(r.Count, r.Reserve); err == nil {
 				defs[i] = d
-				l.addMember(c, d, r.Key, actor.OpTake, n, r.Reserve)
+				l.addMember(c, d, r.Key, r.op(), n, r.Reserve)
 				continue
 			}
 		}
 		c.Release()
-		return Status{}, fmt.Errorf("request %d: %w", i, err)
+		return Status{}, each, fmt.Errorf("request %d: %w", i, err)
 	}
 	if err := repeatsFit(rs, defs, c.Members); err != nil {
 		c.Release()
-		return Status{}, err
+		return Status{}, each, err
 	}
 	if abandoned, err := l.store.Decide(ctx, c); err != nil {
 		if !abandoned {
 			c.Release()
 		}
-		return Status{}, err
+		return Status{}, each, err
 	}
 	defer c.Release()
 	if err := l.itemErr(c.FirstErr()); err != nil {
-		return Status{}, err
+		return Status{}, each, err
 	}
 	granted := true
 	for i := range c.Members {
 		granted = granted && c.Members[i].OK
 	}
-	// RetryAfter is the latest wait (of the denying members, for a
-	// denial). Limit names the member that binds: for a denial the denying
-	// one with that wait, for a grant the one with the fewest tokens left,
-	// which also gives Remaining and ResetAfter.
-	// A denial is reported as the denying member with the latest wait
-	// (its Remaining is what it holds: nothing was written). A grant is
-	// reported as the member left with the fewest tokens, with the latest
-	// wait of all members.
 	var st Status
 	for i := range c.Members {
 		ms := defs[i].status(&c.Members[i])
+		if report {
+			each = append(each, ms)
+		}
 		switch {
 		case granted:
 			wait := max(st.RetryAfter, ms.RetryAfter)
@@ -83,7 +97,7 @@ func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 		}
 	}
 	st.OK = granted
-	return st, nil
+	return st, each, nil
 }
 
 // repeatsFit checks a LimitAll that names one bucket (name and key)
@@ -93,7 +107,8 @@ func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
 // denial whose RetryAfter never comes true. Members are decided in order,
 // so for an unsharded bucket this replays them on a full bucket, which is
 // the best any time can offer (reserve 1 then take 10 of a 10-token
-// bucket never fits; take 10 then reserve 1 does). For a sharded limit,
+// bucket never fits; take 10 then reserve 1 does); a CheckOnly request
+// must fit where it stands but takes nothing. For a sharded limit,
 // whose shards are drawn at random, only the total is checked against
 // every shard's worth.
 func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
@@ -118,11 +133,16 @@ func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 				return fmt.Errorf("%w: requests %d and %d give limit %q two different configs", ErrInvalidConfig, i, j, d.name)
 			}
 			n++
-			total += ms[j].Count
+			if !rs[j].CheckOnly {
+				total += ms[j].Count
+			}
 			reserve = reserve || rs[j].Reserve
 			if d.shards == 1 && fits {
 				dec := d.perShard.Take(state, 0, ms[j].Count, rs[j].Reserve)
-				state, fits = dec.Next, dec.OK
+				fits = dec.OK
+				if !rs[j].CheckOnly {
+					state = dec.Next
+				}
 			}
 		}
 		if n == 1 {

@@ -54,7 +54,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 			h := bucket.HashWith(d.nameHash, r.Key)
 			part := l.store.Route(h, 0)
 			sc.add(h, part, int32(i))
-			c.Members = append(c.Members, actor.Member{Op: actor.OpTake, Count: n, Reserve: r.Reserve, Second: -1, Def: d})
+			c.Members = append(c.Members, actor.Member{Op: r.op(), Count: n, Reserve: r.Reserve, Second: -1, Def: d})
 		}
 	}
 	// Place the items grouped by partition, in request order within each.

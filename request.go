@@ -1,5 +1,7 @@
 package ratelimit
 
+import "github.com/seed7fbd42b6/ratelimit/internal/actor"
+
 // Request asks a limit for tokens.
 type Request struct {
 	Name string
@@ -12,6 +14,10 @@ type Request struct {
 	// Reserve grants even when tokens are short, leaving debt (at most
 	// Config.MaxReserved); Status.RetryAfter then says when to run the work.
 	Reserve bool
+	// CheckOnly decides the request without taking anything, as Check
+	// does: in LimitAll, a part of the call that must pass for the call to
+	// be granted but consumes nothing.
+	CheckOnly bool
 	// Config, if set, is the limit's config inline; it wins over
 	// Options.Limits. It is validated once per distinct config and cached.
 	Config *Config
@@ -21,4 +27,12 @@ type Request struct {
 type Decision struct {
 	Status
 	Err error // non-nil: the request could not be decided (nothing consumed, but see ErrUnavailable)
+}
+
+// op is what r asks of its buckets.
+func (r *Request) op() actor.Op {
+	if r.CheckOnly {
+		return actor.OpCheck
+	}
+	return actor.OpTake
 }
