@@ -88,7 +88,7 @@ func TestSetLimitsSweepUsesTheNewCapacity(t *testing.T) {
 	if err := l.SetLimits(map[string]ratelimit.Config{"api": tokenBucket(10, 20)}); err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(time.Minute) // 10 tokens: full under the old limit, half under the new
+	clk.Advance(time.Minute)             // 10 tokens: full under the old limit, half under the new
 	if err := l.Snapshot(); err != nil { // in memory: drops full buckets
 		t.Fatal(err)
 	}
