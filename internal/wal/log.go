@@ -143,8 +143,16 @@ func openDB(path string, opts Options) (db *bolt.DB, last uint64, version uint32
 		NoFreelistSync: opts.NoFreelistSync,
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, mode)
+			if err != nil {
+				return nil, err
+			}
 			file = f
-			return f, err
+			if err := lockAndCheck(f, opts.LockTimeout); err != nil {
+				file = nil
+				_ = f.Close()
+				return nil, err
+			}
+			return f, nil
 		},
 	})
 	if err != nil {
@@ -169,6 +177,8 @@ func closeQuietly(db *bolt.DB) {
 func mapOpenError(path string, err error) error {
 	var pathErr *fs.PathError
 	switch {
+	case errors.Is(err, ErrLocked) || errors.Is(err, ErrCorrupt):
+		return fmt.Errorf("%w (file %s)", err, path)
 	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("%w: %w (file %s)", ErrLocked, err, path)
 	case errors.As(err, &pathErr):
