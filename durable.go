@@ -12,6 +12,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// The root package's bounds and defaults are the log's.
+const (
+	_ = uint64(MaxKeyLen-wal.MaxFieldLen) + uint64(wal.MaxFieldLen-MaxKeyLen)
+	_ = uint64(DefaultLogPreallocate-wal.DefaultPreallocate) + uint64(wal.DefaultPreallocate-DefaultLogPreallocate)
+	_ = uint64(MaxLogPreallocate-wal.MaxPreallocate) + uint64(wal.MaxPreallocate-MaxLogPreallocate)
+)
+
 func (l *Limiter) openLog() (*wal.Log, error) {
 	timeout := l.opts.LockTimeout
 	if timeout == 0 {
