@@ -3,13 +3,14 @@ package ratelimit
 import (
 	"context"
 	"errors"
-	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
 var durableLimits = map[string]Config{
@@ -224,7 +225,7 @@ func TestOneOffKeysDoNotAccumulate(t *testing.T) {
 	}
 	live := func() int {
 		total := 0
-		for i := 0; i < l.group.N(); i++ {
+		for i := 0; i < l.group.Partitions(); i++ {
 			l.group.Run(i, func(p *actorPartition) { total += p.Len() })
 		}
 		return total
@@ -298,14 +299,14 @@ func TestRecoveredTailCountsTowardSnapshot(t *testing.T) {
 	for i := range 5 {
 		mustLimit(t, l, Request{Name: "tb", Key: strconv.Itoa(i), Count: 1})
 	}
-	written := l.log.Written()
+	written := l.wal.Written()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	l = openDurable(t, path, clk, nil)
 	defer l.Close()
-	if got := l.log.Replayed(); got != written {
+	if got := l.wal.Replayed(); got != written {
 		t.Fatalf("replayed %d bytes of log, the last process wrote %d", got, written)
 	}
 	later := time.Now().Add(time.Hour)

@@ -193,7 +193,7 @@ func (p *Partition) release(m msg) {
 
 // writes reports whether deciding c may store anything.
 func writes(c *Call) bool {
-	if c.DecideFn != nil {
+	if c.decideHook != nil {
 		return true
 	}
 	for i := range c.Members {

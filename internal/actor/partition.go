@@ -109,7 +109,7 @@ func (p *Partition) send(m msg) bool {
 	defer crashUnlessRan(&ran)
 
 	p.solo[0] = m
-	p.processAt(p.solo[:], m.call.now)
+	p.processAt(p.solo[:], m.call.spanNow)
 	p.solo[0] = msg{}
 
 	p.mu.Lock()
