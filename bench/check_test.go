@@ -180,12 +180,15 @@ func TestBaselinesMatchTheBucket(t *testing.T) {
 	defer nv.close()
 	slowDef := &limitDef{name: "slow", rate: 1, capacity: 20, maxReserved: 20}
 	n = 0
+	began := time.Now()
 	for range 60 {
 		if ok, _ := nv.limit(slowDef, "r", true); ok {
 			n++
 		}
 	}
-	if n < 40 || n > 41 {
+	// 60 fsynced transactions can take over a second on a slow disk, and
+	// the bucket refills 1/s meanwhile.
+	if n < 40 || n > 41+int(time.Since(began).Seconds()) {
 		t.Errorf("naive immediate reservations %d, want ~40 (capacity + MaxReserved)", n)
 	}
 }

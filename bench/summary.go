@@ -131,8 +131,9 @@ func printSummary(w io.Writer, o *outcome) {
 		line(w, b.String())
 	}
 	fmt.Fprintln(w)
-	o.printSummaryRatios(w, rows)
-	fmt.Fprintln(w)
+	if o.printSummaryRatios(w, rows) {
+		fmt.Fprintln(w)
+	}
 
 	met, missed, notRun := countTargets(o.targets)
 	fmt.Fprintf(w, "targets: %d met, %d missed, %d not run (a missed target does not fail the run)\n", met, missed, notRun)
@@ -145,7 +146,7 @@ func printSummary(w io.Writer, o *outcome) {
 			fmt.Fprintf(w, "  and %d more missed: -v lists every target\n", missed-shown)
 			break
 		}
-		fmt.Fprintf(w, "  missed: %s (%s): %s, want %s\n", t.Name, t.where(), t.measured(), t.want())
+		fmt.Fprintf(w, "  missed: %s (%s): %s, want %s\n", t.Name, t.where(), t.value(), t.want())
 		shown++
 	}
 	if len(o.failures) == 0 {
@@ -168,8 +169,9 @@ func printSummary(w io.Writer, o *outcome) {
 }
 
 // printSummaryRatios writes the ratio columns of summaryRatios, and the
-// fraction of the disk limit reached, for the rows where they were run.
-func (o *outcome) printSummaryRatios(w io.Writer, rows []summaryRow) {
+// fraction of the disk limit reached, for the rows where they were run; it
+// reports whether it wrote anything.
+func (o *outcome) printSummaryRatios(w io.Writer, rows []summaryRow) bool {
 	type column struct {
 		head  string
 		value func(row summaryRow) string
@@ -212,7 +214,7 @@ func (o *outcome) printSummaryRatios(w io.Writer, rows []summaryRow) {
 		}
 	}
 	if len(shown) == 0 {
-		return
+		return false
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-14s %7s", "scenario", "callers")
@@ -230,6 +232,7 @@ func (o *outcome) printSummaryRatios(w io.Writer, rows []summaryRow) {
 	}
 	fmt.Fprintln(w, "vs: ours' decisions/s over the baseline's; durable vs naive in grants/s (a denial needs no commit).")
 	fmt.Fprintln(w, "durable cost: memory over durable decisions/s. disk limit: share reached of callers / (commit + CPU).")
+	return true
 }
 
 // line writes s without trailing blanks.

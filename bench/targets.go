@@ -84,12 +84,17 @@ func (t *targetResult) want() string {
 	return t.Op + " " + fmtCount(int(t.Threshold)) + "/s"
 }
 
-// measured is the value, and each run's when there were several.
-func (t *targetResult) measured() string {
+// value is the measured value; "-" when not run.
+func (t *targetResult) value() string {
 	if t.Status == targetNotRun {
 		return "-"
 	}
-	s := t.format(t.Value)
+	return t.format(t.Value)
+}
+
+// measured is the value, and each run's when there were several.
+func (t *targetResult) measured() string {
+	s := t.value()
 	if len(t.Runs) > 1 {
 		parts := make([]string, len(t.Runs))
 		for i, x := range t.Runs {
