@@ -142,8 +142,8 @@ func modeNames() []string {
 	return names
 }
 
-// selectImpls returns the implementations in modes that -baselines
-// selects: ours always, the baselines named.
+// selectImpls returns, in table order, the registered implementations
+// whose mode is in modes: ours, and the baselines named in baselines.
 func selectImpls(modes, baselines []string) []*implementation {
 	var out []*implementation
 	for _, im := range ordered() {
