@@ -97,6 +97,7 @@ func open(opts Options, s store.Store) (*Limiter, error) {
 		n = min(partitionsPerProc*runtime.GOMAXPROCS(0), MaxPartitions)
 	}
 	l.group = actor.NewGroup(n, log, l.now)
+	l.group.SetMaxBuckets(max(orDefault(opts.MaxBuckets, DefaultMaxBuckets), 0))
 	l.store = l.group
 	if opts.queueOnly {
 		l.group.QueueOnly()
@@ -154,6 +155,8 @@ func (l *Limiter) itemErr(err error) error {
 		return nil
 	case errors.Is(err, actor.ErrClosed):
 		return ErrClosed
+	case errors.Is(err, actor.ErrFull):
+		return ErrTooManyKeys
 	}
 	l.unavailable.Add(1)
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)

@@ -51,6 +51,18 @@ type Options struct {
 	// full buckets). Background triggers are checked once a second, so
 	// shorter intervals act as one second.
 	SweepInterval time.Duration
+	// MaxBuckets bounds the buckets held (in memory, and so in the file):
+	// a request that needs a new bucket while the limiter holds this many
+	// fails with ErrTooManyKeys, taking nothing, while requests on the
+	// buckets held go on; buckets that refill to full are dropped (see
+	// SweepInterval) and make room again. It stops a flood of one-off keys
+	// (rotating addresses, random API keys) from growing memory, the log
+	// and snapshots without bound. Each partition holds at most
+	// MaxBuckets/Partitions, so the bound is reached a little before
+	// MaxBuckets when keys are unevenly spread. 0 means
+	// DefaultMaxBuckets, < 0 no bound. A bucket takes about 100 bytes
+	// plus its key and name in memory.
+	MaxBuckets int
 	// Logger receives errors and recovery events; nil discards them.
 	Logger *slog.Logger
 
@@ -68,6 +80,7 @@ const (
 	DefaultSnapshotInterval = 10 * time.Minute
 	DefaultSweepInterval    = time.Minute
 	DefaultLogPreallocate   = 8 << 20
+	DefaultMaxBuckets       = 1 << 22
 	MaxLogPreallocate       = 1 << 30
 	MaxPartitions           = 1 << 12
 )
@@ -79,7 +92,7 @@ const (
 const partitionsPerProc = 8
 
 // orDefault returns d, or def when d is 0; a negative d (disabled) stays.
-func orDefault[T ~int64](d, def T) T {
+func orDefault[T ~int | ~int64](d, def T) T {
 	if d == 0 {
 		return def
 	}

@@ -15,6 +15,9 @@ type Stats struct {
 	Grants, Denials, Reservations uint64
 	// Unavailable counts requests answered with ErrUnavailable.
 	Unavailable uint64
+	// TooManyKeys counts requests refused with ErrTooManyKeys: they
+	// needed a new bucket while the limiter held Options.MaxBuckets.
+	TooManyKeys uint64
 	// LiveBuckets is the number of buckets held in memory (not full).
 	LiveBuckets int
 	Partitions  int
@@ -65,6 +68,7 @@ func (l *Limiter) Stats() Stats {
 		Denials:      n.Denials,
 		Reservations: n.Reservations,
 		Unavailable:  l.unavailable.Load(),
+		TooManyKeys:  n.Refused,
 		LiveBuckets:  n.Live,
 		Partitions:   l.store.Partitions(),
 		Snapshots:    l.snapshots.Load(),

@@ -14,6 +14,11 @@ import (
 // take.
 var ErrClosed = errors.New("actor: partition stopped")
 
+// ErrFull is set on the items of a message that needs a bucket its
+// partition does not hold, while the partition holds its most buckets
+// (Group.SetMaxBuckets).
+var ErrFull = errors.New("actor: partition holds its most buckets")
+
 // BucketID names one bucket.
 type BucketID struct {
 	Name, Key string

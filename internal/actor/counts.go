@@ -3,7 +3,10 @@ package actor
 // Counts are decision counters.
 type Counts struct {
 	Grants, Denials, Reservations uint64
-	Live                          int // buckets held in memory
+	// Refused counts requests refused because they needed a new bucket
+	// while their partition held its most (ErrFull).
+	Refused uint64
+	Live    int // buckets held in memory
 }
 
 // Counts sums the partitions' and coordinators' counters.
@@ -16,6 +19,7 @@ func (g *Group) Counts() Counts {
 			n.Grants += p.counts.Grants
 			n.Denials += p.counts.Denials
 			n.Reservations += p.counts.Reservations
+			n.Refused += p.counts.Refused
 			n.Live += p.buckets.len()
 		})
 	}

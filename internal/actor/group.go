@@ -30,6 +30,19 @@ func NewGroup(n int, log Log, clock func() int64) *Group {
 	return g
 }
 
+// SetMaxBuckets bounds the buckets the group holds to about n (0: no
+// bound): each partition holds at most n/Partitions, rounded up. Only
+// before Start.
+func (g *Group) SetMaxBuckets(n int) {
+	per := 0
+	if n > 0 {
+		per = (n + len(g.parts) - 1) / len(g.parts)
+	}
+	for _, p := range g.parts {
+		p.maxBuckets = per
+	}
+}
+
 // Start starts the partitions' goroutines.
 func (g *Group) Start() {
 	for _, p := range g.parts {

@@ -47,6 +47,9 @@ type Partition struct {
 	group     *Group
 	log       Log
 	nolog     bool // log is NopLog (memory mode): no records, no waiters
+	// maxBuckets is the most buckets the partition holds (0: no bound):
+	// a request that needs another is refused with ErrFull.
+	maxBuckets int
 	clock     func() int64
 	buckets   table
 	held      map[BucketID]*Call // buckets prepared by a call, until its commit or abort
