@@ -3,13 +3,15 @@ package ratelimit
 import (
 	"context"
 	"errors"
-	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
+	bolt "go.etcd.io/bbolt"
 )
 
 var durableLimits = map[string]Config{
@@ -224,7 +226,7 @@ func TestOneOffKeysDoNotAccumulate(t *testing.T) {
 	}
 	live := func() int {
 		total := 0
-		for i := 0; i < l.group.N(); i++ {
+		for i := 0; i < l.group.Partitions(); i++ {
 			l.group.Run(i, func(p *actorPartition) { total += p.Len() })
 		}
 		return total
@@ -242,14 +244,18 @@ func TestOneOffKeysDoNotAccumulate(t *testing.T) {
 		if got := live(); got != 0 {
 			t.Fatalf("wave %d: %d live buckets after refill, want 0", w, got)
 		}
-		st, err := os.Stat(path)
-		if err != nil {
+		// The pages in use (the file itself also holds preallocated
+		// zeros ahead of them, a step at a time).
+		var used int64
+		if err := l.wal.DB().View(func(tx *bolt.Tx) error { used = tx.Size(); return nil }); err != nil {
 			t.Fatal(err)
 		}
-		sizes = append(sizes, st.Size())
+		sizes = append(sizes, used)
 	}
-	if sizes[2] > sizes[1] {
-		t.Fatalf("file grew across identical waves: %v", sizes)
+	// bbolt reuses freed pages, so identical waves reuse the space the
+	// first one grew; what they move is its own fragmentation, a little.
+	if sizes[2] > sizes[1]+sizes[1]/50 {
+		t.Fatalf("the file's used pages grew across identical waves: %v", sizes)
 	}
 	// The snapshot is empty: reopening restores nothing.
 	l.Close()
@@ -298,14 +304,14 @@ func TestRecoveredTailCountsTowardSnapshot(t *testing.T) {
 	for i := range 5 {
 		mustLimit(t, l, Request{Name: "tb", Key: strconv.Itoa(i), Count: 1})
 	}
-	written := l.log.Written()
+	written := l.wal.Written()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	l = openDurable(t, path, clk, nil)
 	defer l.Close()
-	if got := l.log.Replayed(); got != written {
+	if got := l.wal.Replayed(); got != written {
 		t.Fatalf("replayed %d bytes of log, the last process wrote %d", got, written)
 	}
 	later := time.Now().Add(time.Hour)

@@ -21,7 +21,7 @@ func shardValues(t interface{ Fatal(...any) }, l *Limiter, name, key string) []f
 	now := l.now()
 	vs := make([]float64, d.shards)
 	for i := range c.Items {
-		vs[c.Items[i].ID.Shard] = d.shard.Project(c.Items[i].State, now).Value
+		vs[c.Items[i].ID.Shard] = d.perShard.Project(c.Items[i].State, now).Value
 	}
 	return vs
 }

@@ -16,8 +16,8 @@ func TestCollectAfterClose(t *testing.T) {
 	go func() { done <- testutil.CollectAndCount(NewCollector(l, "x")) }()
 	select {
 	case n := <-done:
-		if n != 14 {
-			t.Fatalf("%d metrics after Close, want 14", n)
+		if n != 15 {
+			t.Fatalf("%d metrics after Close, want 15", n)
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("Stats hangs after Close")

@@ -5,8 +5,8 @@ import "github.com/seed7fbd42b6/ratelimit/internal/bucket"
 // decideMember decides one member against its items' current states,
 // updating them (and marking them Write) on a grant that writes.
 func decideMember(c *Call, m *Member, now int64) {
-	a := &c.Items[c.Items[m.A].canon]
-	if m.B < 0 {
+	a := &c.Items[c.Items[m.First].canon]
+	if m.Second < 0 {
 		if m.Op == OpCredit {
 			a.State, a.Write = a.Lim.Credit(a.State, now, m.Count), true
 			m.OK, m.RetryAfter = true, 0
@@ -24,7 +24,7 @@ func decideMember(c *Call, m *Member, now int64) {
 		m.Left, m.UntilFull = left.Value, a.Lim.UntilFull(left, now)
 		return
 	}
-	b := &c.Items[c.Items[m.B].canon]
+	b := &c.Items[c.Items[m.Second].canon]
 	pr := a.Lim.TakeTwo(a.State, b.State, now, m.Count, m.Reserve)
 	m.OK, m.RetryAfter = pr.OK, pr.RetryAfter
 	la, lb := a.Lim.Project(pr.A, now), a.Lim.Project(pr.B, now)
@@ -43,8 +43,8 @@ func decideMember(c *Call, m *Member, now int64) {
 // decideAll decides every member in order, each seeing the ones before it,
 // and reports whether all were granted. When not, nothing is to be written.
 func decideAll(c *Call, now int64) bool {
-	if c.DecideFn != nil {
-		return c.DecideFn(c, now)
+	if c.decideHook != nil {
+		return c.decideHook(c, now)
 	}
 	all := true
 	for i := range c.Members {
@@ -57,36 +57,4 @@ func decideAll(c *Call, now int64) bool {
 		}
 	}
 	return all
-}
-
-// count adds an atomic call's outcome (one decision) to n.
-func (n *Counts) count(c *Call, granted bool) {
-	if c.DecideFn != nil || c.uncounted || !writes(c) {
-		return
-	}
-	if !granted {
-		n.Denials++
-		return
-	}
-	n.Grants++
-	for i := range c.Members {
-		if c.Members[i].RetryAfter > 0 {
-			n.Reservations++
-			return
-		}
-	}
-}
-
-// countMember adds one independent member's outcome to n.
-func (n *Counts) countMember(m *Member) {
-	switch {
-	case m.Op != OpTake:
-	case !m.OK:
-		n.Denials++
-	case m.RetryAfter > 0:
-		n.Grants++
-		n.Reservations++
-	default:
-		n.Grants++
-	}
 }

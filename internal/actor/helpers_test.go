@@ -134,7 +134,7 @@ func itemFor(g *Group, lim *bucket.Limit, name, key string, shard uint32) Item {
 	h := bucket.Hash(name, key)
 	return Item{
 		ID:   BucketID{Name: name, Key: key, Shard: shard},
-		Hash: TableHash(bucket.NameHash(name), key, shard),
+		Hash: bucket.ShardHash(bucket.TableHash(bucket.NameHash(name), key), shard),
 		Lim:  lim,
 		Part: g.Route(h, shard),
 	}
@@ -147,7 +147,7 @@ func takeCall(count float64, items ...Item) *Call {
 	for _, it := range items {
 		m := int32(len(c.Members))
 		i := c.AddItem(it, m, false)
-		c.Members = append(c.Members, Member{Op: OpTake, Count: count, A: i, B: -1})
+		c.Members = append(c.Members, Member{Op: OpTake, Count: count, First: i, Second: -1})
 	}
 	return c
 }
@@ -158,7 +158,7 @@ func twoCall(count float64, reserve bool, a, b Item) *Call {
 	c.Atomic = true
 	ia := c.AddItem(a, 0, false)
 	ib := c.AddItem(b, 0, true)
-	c.Members = append(c.Members, Member{Op: OpTake, Count: count, Reserve: reserve, A: ia, B: ib})
+	c.Members = append(c.Members, Member{Op: OpTake, Count: count, Reserve: reserve, First: ia, Second: ib})
 	return c
 }
 
@@ -383,6 +383,6 @@ func ackGranted(c *Call, index map[BucketID]int, acked []atomic.Int64) {
 		}
 	}
 	for m := range c.Members {
-		acked[index[c.Items[c.Members[m].A].ID]].Add(int64(c.Members[m].Count))
+		acked[index[c.Items[c.Members[m].First].ID]].Add(int64(c.Members[m].Count))
 	}
 }

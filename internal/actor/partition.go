@@ -47,6 +47,9 @@ type Partition struct {
 	group     *Group
 	log       Log
 	nolog     bool // log is NopLog (memory mode): no records, no waiters
+	// maxBuckets is the most buckets the partition holds (0: no bound):
+	// a request that needs another is refused with ErrFull.
+	maxBuckets int
 	clock     func() int64
 	buckets   table
 	held      map[BucketID]*Call // buckets prepared by a call, until its commit or abort
@@ -109,7 +112,7 @@ func (p *Partition) send(m msg) bool {
 	defer crashUnlessRan(&ran)
 
 	p.solo[0] = m
-	p.processAt(p.solo[:], m.call.now)
+	p.processAt(p.solo[:], m.call.spanNow)
 	p.solo[0] = msg{}
 
 	p.mu.Lock()

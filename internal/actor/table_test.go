@@ -81,7 +81,7 @@ func TestTableCollisionsKeptExactly(t *testing.T) {
 // Deleting the main entry of a colliding hash must keep every overflow
 // entry reachable (promotion). The table is keyed by the hash its callers
 // pass (Item.Hash, Restore's h); del's promotion instead recomputes
-// BucketHash(bucket.Hash(Name, Key), Shard) of each overflow id, so an
+// bucket.ShardHash(bucket.Hash(Name, Key), Shard) of each overflow id, so an
 // entry whose caller-supplied hash is not that recomputation is never
 // promoted and becomes unreachable (get misses it, so its bucket reads as
 // full: over-admission), while a stale copy lingers in overflow.
@@ -163,7 +163,7 @@ func TestSweepOverCollisions(t *testing.T) {
 			}
 			// A non-colliding neighbour that is not full.
 			other := BucketID{Name: "n", Key: "other"}
-			p.buckets.put(BucketHash(bucket.Hash(other.Name, other.Key), 0), entry{id: other, s: st(4), lim: lim})
+			p.buckets.put(bucket.ShardHash(bucket.Hash(other.Name, other.Key), 0), entry{id: other, s: st(4), lim: lim})
 			seen := map[BucketID]int{}
 			dropped := p.Sweep(t0, func(id BucketID, s bucket.State) { seen[id]++ })
 			wantDropped := 0
@@ -225,7 +225,7 @@ func TestTableMatchesMap(t *testing.T) {
 	const keys = 40_000 // ~13 full subtables
 	id := func(k int) (uint64, BucketID) {
 		b := BucketID{Name: "n", Key: "k" + strconv.Itoa(k)}
-		return BucketHash(bucket.Hash(b.Name, b.Key), 0), b
+		return bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0), b
 	}
 	check := func(when string) {
 		t.Helper()
@@ -261,7 +261,7 @@ func TestTableMatchesMap(t *testing.T) {
 			p := &Partition{buckets: tb}
 			for b := range model {
 				if len(b.Key)%2 == 0 {
-					h := BucketHash(bucket.Hash(b.Name, b.Key), 0)
+					h := bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0)
 					p.buckets.put(h, entry{id: b, s: st(10), lim: lim})
 					delete(model, b)
 				}
@@ -285,7 +285,7 @@ func TestTableMatchesMap(t *testing.T) {
 	}
 	// Deleting everything shrinks every subtable back to its minimum.
 	for b := range model {
-		tb.del(BucketHash(bucket.Hash(b.Name, b.Key), 0), b)
+		tb.del(bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0), b)
 		delete(model, b)
 	}
 	p := &Partition{buckets: tb}
@@ -310,7 +310,7 @@ func TestSweepSomeCoversEverything(t *testing.T) {
 		if k%3 == 0 {
 			v = 10 // full
 		}
-		p.buckets.put(BucketHash(bucket.Hash(b.Name, b.Key), 0), entry{id: b, s: st(v), lim: lim})
+		p.buckets.put(bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0), entry{id: b, s: st(v), lim: lim})
 	}
 	dropped, calls := 0, 0
 	for examined := 0; examined < n; calls++ {
@@ -352,7 +352,7 @@ func TestSweepSomeInterleavedWithChurn(t *testing.T) {
 	const keys = 30_000
 	id := func(k int) (uint64, BucketID) {
 		b := BucketID{Name: "n", Key: "k" + strconv.Itoa(k)}
-		return BucketHash(bucket.Hash(b.Name, b.Key), 0), b
+		return bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0), b
 	}
 	for round := 0; round < 200; round++ {
 		for i := 0; i < 500; i++ {
@@ -383,7 +383,7 @@ func TestSweepSomeInterleavedWithChurn(t *testing.T) {
 		}
 		// Whatever was dropped was full; whatever is left is intact.
 		for b, v := range model {
-			h := BucketHash(bucket.Hash(b.Name, b.Key), 0)
+			h := bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0)
 			e, ok := p.buckets.get(h, b)
 			switch {
 			case !ok && v < 10:
@@ -412,7 +412,7 @@ func TestBatchRecordsCoalescePerBucket(t *testing.T) {
 	for _, it := range []Item{a, b, a, a, b, a, a} {
 		m := int32(len(c.Members))
 		i := c.AddItem(it, m, false)
-		c.Members = append(c.Members, Member{Op: OpTake, Count: 1, A: i, B: -1})
+		c.Members = append(c.Members, Member{Op: OpTake, Count: 1, First: i, Second: -1})
 	}
 	decide(t, g, c)
 	for i := range c.Members {
@@ -453,7 +453,7 @@ func TestBatchRecordsSlotCollisions(t *testing.T) {
 		for _, it := range items {
 			m := int32(len(c.Members))
 			i := c.AddItem(it, m, false)
-			c.Members = append(c.Members, Member{Op: OpTake, Count: 1, A: i, B: -1})
+			c.Members = append(c.Members, Member{Op: OpTake, Count: 1, First: i, Second: -1})
 		}
 		decide(t, g, c)
 		c.Release()
