@@ -1,0 +1,349 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/config"
+)
+
+const rules = `
+domain: d
+descriptors:
+  - key: a
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: b
+    rate_limit: {unit: hour, requests_per_unit: 100}
+  - key: m
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: shadow
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: q1
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: q2
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: free
+    rate_limit: {unlimited: true}
+  - key: none
+    rate_limit: {unit: hour, requests_per_unit: 0}
+  - key: tb
+    rate_limit: {algorithm: token_bucket, period: 10s, requests_per_unit: 10}
+  - key: tbr
+    rate_limit: {algorithm: token_bucket, period: 10s, requests_per_unit: 10, max_reserved: 5}
+  - key: general
+    rate_limit: {unit: hour, requests_per_unit: 5, name: general}
+  - key: special
+    rate_limit: {unit: hour, requests_per_unit: 50, replaces: [{name: general}]}
+`
+
+// The codes and limit_remaining of envoyproxy/ratelimit for one
+// descriptor hit repeatedly: a fixed window counted from the epoch.
+func TestDecideFixedWindowAsEnvoy(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	f.clock.advance(20 * time.Second)
+	want := []struct {
+		code      Code
+		remaining float64
+	}{{OK, 2}, {OK, 1}, {OK, 0}, {OverLimit, 0}, {OverLimit, 0}}
+	for i, w := range want {
+		st := f.decide("d", desc(1, "m=x")).Statuses[0]
+		if st.Code != w.code || st.Remaining != w.remaining || st.ResetAfter != 40*time.Second {
+			t.Errorf("hit %d: code %v remaining %v reset %v, want %v %v 40s", i+1, st.Code, st.Remaining, st.ResetAfter, w.code, w.remaining)
+		}
+		if st.Code == OverLimit && st.RetryAfter != 40*time.Second {
+			t.Errorf("hit %d: retry after %v, want 40s (the window's end)", i+1, st.RetryAfter)
+		}
+	}
+	f.clock.advance(40 * time.Second) // the next minute: a new window
+	if st := f.decide("d", desc(1, "m=x")).Statuses[0]; st.Code != OK || st.Remaining != 2 || st.ResetAfter != time.Minute {
+		t.Errorf("next window: %+v, want OK, 2 remaining, reset in 1m", st)
+	}
+}
+
+// A denied request takes nothing: envoyproxy/ratelimit would have counted
+// b four times here.
+func TestDecideDeniedRequestTakesNothing(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	for i := range 3 {
+		if r := f.decide("d", desc(1, "a=x"), desc(1, "b=x")); r.Code != OK {
+			t.Fatalf("request %d: %v, want OK", i+1, codes(r))
+		}
+	}
+	r := f.decide("d", desc(1, "a=x"), desc(1, "b=x"))
+	if got := codes(r); !slices.Equal(got, []Code{OverLimit, OverLimit, OK}) {
+		t.Fatalf("4th request: codes %v, want [over over ok]", got)
+	}
+	if r.Statuses[1].Remaining != 97 {
+		t.Errorf("b in the denied request reports %v remaining, want 97 (nothing taken)", r.Statuses[1].Remaining)
+	}
+	if r.RetryAfter != time.Hour {
+		t.Errorf("retry after %v, want 1h", r.RetryAfter)
+	}
+	if got := f.remaining("d", "b=x"); got != 97 {
+		t.Errorf("b holds %v after the denial, want 97", got)
+	}
+}
+
+// Hits above what a limit can ever hold are over the limit, not an error,
+// and take nothing.
+func TestDecideHitsAboveTheLimit(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	r := f.decide("d", desc(5, "a=x"), desc(1, "b=x"))
+	if got := codes(r); !slices.Equal(got, []Code{OverLimit, OverLimit, OK}) || !r.Statuses[0].Never {
+		t.Fatalf("codes %v never %v, want [over over ok], never", got, r.Statuses[0].Never)
+	}
+	if got := f.remaining("d", "a=x"); got != 3 {
+		t.Errorf("a holds %v, want 3", got)
+	}
+	if got := f.remaining("d", "b=x"); got != 100 {
+		t.Errorf("b holds %v, want 100", got)
+	}
+	// Two descriptors on one bucket that together exceed it.
+	r = f.decide("d", desc(2, "a=x"), desc(2, "a=x"))
+	if got := codes(r); !slices.Equal(got, []Code{OverLimit, OK, OverLimit}) || !r.Statuses[1].Never {
+		t.Fatalf("2+2 of 3: codes %v, want [over ok over(never)]", got)
+	}
+	if got := f.remaining("d", "a=x"); got != 3 {
+		t.Errorf("a holds %v after 2+2, want 3", got)
+	}
+}
+
+// Hits 0 checks: within the limit while the bucket holds no debt, with
+// what remains (envoyproxy/ratelimit: OK while count <= limit).
+func TestDecideHitsZero(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	for range 3 {
+		f.decide("d", desc(1, "a=x"))
+	}
+	r := f.decide("d", desc(0, "a=x"), desc(1, "b=x"))
+	if got := codes(r); !slices.Equal(got, []Code{OK, OK, OK}) {
+		t.Fatalf("check of an exhausted bucket with another hit: %v, want all OK", got)
+	}
+	if r.Statuses[0].Remaining != 0 || r.Statuses[0].RetryAfter != 0 || r.Statuses[1].Remaining != 99 {
+		t.Errorf("statuses %+v", r.Statuses)
+	}
+	if got := f.remaining("d", "b=x"); got != 99 {
+		t.Errorf("b holds %v, want 99: the request was granted", got)
+	}
+	// A check that follows a take of the same bucket reports what the take left.
+	r = f.decide("d", desc(3, "m=y"), desc(0, "m=y"))
+	if got := codes(r); !slices.Equal(got, []Code{OK, OK, OK}) || r.Statuses[1].Remaining != 0 {
+		t.Fatalf("take 3 then check: %v %+v", got, r.Statuses)
+	}
+	// A rule of requests_per_unit 0: a check is OK, a hit over.
+	if got := codes(f.decide("d", desc(0, "none=x"))); !slices.Equal(got, []Code{OK, OK}) {
+		t.Errorf("check of a 0 limit: %v", got)
+	}
+	r = f.decide("d", desc(1, "none=x"), desc(1, "b=x"))
+	if got := codes(r); !slices.Equal(got, []Code{OverLimit, OverLimit, OK}) || r.Statuses[0].ResetAfter != time.Hour {
+		t.Errorf("hit of a 0 limit: %v %+v", got, r.Statuses[0])
+	}
+}
+
+func TestDecideShadowMode(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	f.decide("d", desc(1, "shadow=x"))
+	r := f.decide("d", desc(1, "shadow=x"), desc(1, "b=x"))
+	if got := codes(r); !slices.Equal(got, []Code{OK, OK, OK}) || !r.Statuses[0].Shadowed {
+		t.Fatalf("over a shadow rule: %v shadowed %v, want all OK, shadowed", got, r.Statuses[0].Shadowed)
+	}
+	if got := f.remaining("d", "b=x"); got != 99 {
+		t.Errorf("b holds %v, want 99: the request was granted", got)
+	}
+	// Within its limit, a shadow rule takes like any other.
+	f.decide("d", desc(1, "shadow=y"))
+	if st := f.decide("d", desc(0, "shadow=y")).Statuses[0]; st.Remaining != 0 || st.Shadowed {
+		t.Errorf("shadow=y after one hit: %+v", st)
+	}
+}
+
+func TestDecideQuotaMode(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	f.decide("d", desc(1, "q1=x"))
+	r := f.decide("d", desc(1, "q1=x"), desc(1, "q2=x"), desc(1, "b=x"))
+	if got := codes(r); !slices.Equal(got, []Code{OK, OverLimit, OK, OK}) {
+		t.Fatalf("one quota over: %v, want [ok over ok ok]", got)
+	}
+	if got := f.remaining("d", "q2=x"); got != 0 {
+		t.Errorf("q2 holds %v, want 0: taken", got)
+	}
+	r = f.decide("d", desc(1, "q1=x"), desc(1, "q2=x"), desc(1, "b=x"))
+	if got := codes(r); !slices.Equal(got, []Code{OverLimit, OverLimit, OverLimit, OK}) {
+		t.Fatalf("every quota over: %v, want [over over over ok]", got)
+	}
+	if got := f.remaining("d", "b=x"); got != 99 {
+		t.Errorf("b holds %v, want 99", got)
+	}
+}
+
+func TestDecideNoLimit(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	r := f.decide("d", desc(1, "free=x"), desc(1, "zzz=x"), desc(1, "general=x"), desc(1, "special=x"), Descriptor{Hits: 1})
+	want := []struct {
+		kind     Kind
+		replaced bool
+	}{{Unlimited, false}, {NoLimit, false}, {NoLimit, true}, {Limited, false}, {NoLimit, false}}
+	for i, w := range want {
+		st := r.Statuses[i]
+		if st.Code != OK || st.Kind != w.kind || st.Replaced != w.replaced {
+			t.Errorf("descriptor %d: %+v, want OK kind %v replaced %v", i, st, w.kind, w.replaced)
+		}
+	}
+	if got := f.remaining("d", "general=x"); got != 5 {
+		t.Errorf("replaced general holds %v, want 5", got)
+	}
+	r = f.decide("other", desc(1, "a=x"))
+	if r.Code != OK || r.Statuses[0].Kind != NoLimit || f.e.Stats().UnknownDomain != 1 {
+		t.Errorf("unknown domain: %+v, stats %+v", r, f.e.Stats())
+	}
+	s := f.e.Stats()
+	if s.Unlimited != 1 || s.Unmatched != 3 || s.Replaced != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestDecideUnknownDomainError(t *testing.T) {
+	f := newFixture(t, rules, Options{UnknownDomainError: true})
+	if _, err := f.try(&Request{Domain: "other", Descriptors: []Descriptor{desc(1, "a=x")}}); !errors.Is(err, ErrUnknownDomain) {
+		t.Fatalf("err %v, want ErrUnknownDomain", err)
+	}
+}
+
+// A token bucket's denial says exactly when the same request passes.
+func TestDecideTokenBucket(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	f.decide("d", desc(10, "tb=x"))
+	st := f.decide("d", desc(3, "tb=x")).Statuses[0]
+	if st.Code != OverLimit || st.RetryAfter != 3*time.Second {
+		t.Fatalf("%+v, want over, retry after 3s", st)
+	}
+	f.clock.advance(3 * time.Second)
+	if st := f.decide("d", desc(3, "tb=x")).Statuses[0]; st.Code != OK || st.ResetAfter != 10*time.Second {
+		t.Fatalf("after 3s: %+v, want OK, full again in 10s", st)
+	}
+}
+
+// Reservations (ratelimitd's own API) leave debt and say when to run.
+func TestDecideReserve(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	res, err := f.try(&Request{Domain: "d", Reserve: true, Descriptors: []Descriptor{desc(14, "tbr=x")}})
+	if err != nil || res.Code != OK || res.RetryAfter != 4*time.Second || res.Statuses[0].Remaining != -4 {
+		t.Fatalf("reserve 14 of 10 (max 5 debt): %+v %v", res, err)
+	}
+	res, _ = f.try(&Request{Domain: "d", Reserve: true, Descriptors: []Descriptor{desc(2, "tbr=x")}})
+	if res.Code != OverLimit || res.RetryAfter != time.Second {
+		t.Fatalf("2 more would leave 6 debt: %+v, want over, retry after 1s", res)
+	}
+	// A check (hits 0) of a bucket in debt is over its limit.
+	if st := f.decide("d", desc(0, "tbr=x")).Statuses[0]; st.Code != OverLimit {
+		t.Errorf("check in debt: %+v, want over", st)
+	}
+}
+
+func TestDecideCheckOnlyTakesNothing(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	res, err := f.try(&Request{Domain: "d", CheckOnly: true, Descriptors: []Descriptor{desc(2, "a=x"), desc(1, "b=x")}})
+	if err != nil || res.Code != OK || res.Statuses[0].Remaining != 3 {
+		t.Fatalf("check: %+v %v", res, err)
+	}
+	if got := f.remaining("d", "a=x"); got != 3 {
+		t.Errorf("a holds %v, want 3", got)
+	}
+}
+
+func TestDecideOverride(t *testing.T) {
+	f := newFixture(t, rules, Options{Limits: Limits{MaxOverrides: 2}})
+	o := desc(1, "zzz=x")
+	o.Override = &Override{RequestsPerUnit: 2, Unit: config.Minute}
+	for i, want := range []Code{OK, OK, OverLimit} {
+		if st := f.decide("d", o).Statuses[0]; st.Code != want || st.Limit.RequestsPerUnit != 2 {
+			t.Errorf("hit %d: %+v, want %v", i+1, st, want)
+		}
+	}
+	bad := o
+	bad.Override = &Override{RequestsPerUnit: 2}
+	if _, err := f.try(&Request{Domain: "d", Descriptors: []Descriptor{bad}}); !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("override without a unit: %v, want ErrInvalidRequest", err)
+	}
+	for rpu, want := range map[uint32]bool{3: true, 4: false} {
+		o.Override = &Override{RequestsPerUnit: rpu, Unit: config.Minute}
+		_, err := f.try(&Request{Domain: "d", Descriptors: []Descriptor{o}})
+		if (err == nil) != want {
+			t.Errorf("override %d/minute (bound 2 distinct): err %v", rpu, err)
+		}
+	}
+	// An unknown domain applies no limit, override or not.
+	if st := f.decide("other", o).Statuses[0]; st.Kind != NoLimit {
+		t.Errorf("override in an unknown domain: %+v", st)
+	}
+}
+
+// When the limiter cannot decide, the request fails closed (an error) and
+// the engine reports itself unhealthy; FailOpen answers OK instead.
+func TestDecideFailsClosed(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		f := newFixture(t, rules, Options{FailOpen: open})
+		f.lim.Close()
+		res, err := f.try(&Request{Domain: "d", Descriptors: []Descriptor{desc(1, "a=x"), desc(1, "zzz=x")}})
+		switch {
+		case !open && !errors.Is(err, ErrUnavailable):
+			t.Errorf("closed limiter: err %v, want ErrUnavailable", err)
+		case open && (err != nil || res.Code != OK || !res.FailedOpen):
+			t.Errorf("closed limiter, fail open: %+v %v, want OK, FailedOpen", res, err)
+		}
+		if f.e.Healthy() {
+			t.Errorf("fail open %v: Healthy after the limiter failed", open)
+		}
+	}
+}
+
+func TestDecideContextError(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := f.e.Decide(ctx, &Request{Domain: "d", Descriptors: []Descriptor{desc(1, "a=x")}}, new(Result))
+	if !errors.Is(err, context.Canceled) || !f.e.Healthy() {
+		t.Errorf("err %v healthy %v, want context.Canceled, healthy", err, f.e.Healthy())
+	}
+}
+
+// A configuration change keeps bucket state: a bucket is read under its
+// limit's new config, capped at the new capacity.
+func TestSetConfigKeepsState(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	f.decide("d", desc(40, "b=x"))
+	f.decide("d", desc(1, "a=x"))
+	next := parseConfig(t, `
+domain: d
+descriptors:
+  - key: b
+    rate_limit: {unit: hour, requests_per_unit: 50}
+  - key: c
+    rate_limit: {unit: hour, requests_per_unit: 1}
+`)
+	if err := f.e.SetConfig(next); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.remaining("d", "b=x"); got != 50 {
+		t.Errorf("b holds %v under 50/hour, want 50 (60 capped)", got)
+	}
+	f.decide("d", desc(45, "b=x"))
+	if got := f.remaining("d", "b=x"); got != 5 {
+		t.Errorf("b holds %v, want 5", got)
+	}
+	if st := f.decide("d", desc(1, "a=x")).Statuses[0]; st.Kind != NoLimit {
+		t.Errorf("a after its rule was removed: %+v", st)
+	}
+	if err := f.e.SetConfig(parseConfig(t, rules)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.remaining("d", "a=x"); got != 2 {
+		t.Errorf("a holds %v after its rule came back, want 2 (its state kept)", got)
+	}
+}

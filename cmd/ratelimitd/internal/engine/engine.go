@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/config"
+)
+
+// Options configure an Engine. The zero value is valid.
+type Options struct {
+	Limits Limits
+	// UnknownDomainError makes a request for a domain the configuration
+	// does not have an ErrUnknownDomain; false answers it OK with no
+	// limit, as envoyproxy/ratelimit does.
+	UnknownDomainError bool
+	// FailOpen answers OK, with no limit, when the limiter cannot decide,
+	// instead of an ErrUnavailable. Dangerous: a broken limiter then
+	// limits nothing.
+	FailOpen bool
+	// Logger receives the first request of each unknown domain and
+	// limiter failures; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock for the windows' ends that statuses report; nil
+	// means time.Now. The limiter has its own clock.
+	Now func() time.Time
+}
+
+// Engine decides requests against a configuration with a limiter. It is
+// safe for concurrent use.
+type Engine struct {
+	lim     *ratelimit.Limiter
+	cfg     atomic.Pointer[config.Config]
+	opts    Options
+	limits  Limits
+	now     func() time.Time
+	log     *slog.Logger
+	setMu   sync.Mutex // serialises SetConfig
+	failed  atomic.Bool
+	stats   counters
+	unknown unknownDomains
+	over    overrides
+	scratch sync.Pool
+}
+
+// New returns an engine that decides with lim under cfg. lim's
+// Options.Limits must hold cfg.LimiterConfigs().
+func New(lim *ratelimit.Limiter, cfg *config.Config, opts Options) *Engine {
+	e := &Engine{lim: lim, opts: opts, limits: opts.Limits.withDefaults(), now: opts.Now, log: opts.Logger}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	e.over.max = e.limits.MaxOverrides
+	e.cfg.Store(cfg)
+	return e
+}
+
+// Config returns the configuration requests are decided under.
+func (e *Engine) Config() *config.Config { return e.cfg.Load() }
+
+// Limiter returns the engine's limiter.
+func (e *Engine) Limiter() *ratelimit.Limiter { return e.lim }
+
+// SetConfig makes cfg the configuration new requests are decided under,
+// changing the limiter's limits to match (ratelimit.Limiter.SetLimits):
+// buckets keep their state and are read under their limit's new
+// config. On an error nothing changes. A request matched under the old
+// configuration whose limit is gone is matched again.
+func (e *Engine) SetConfig(cfg *config.Config) error {
+	e.setMu.Lock()
+	defer e.setMu.Unlock()
+	next := cfg.LimiterConfigs()
+	// Both generations' limits first, so that a request matched under
+	// either finds its limit while the pointer changes.
+	both := e.cfg.Load().LimiterConfigs()
+	maps.Copy(both, next)
+	if err := e.lim.SetLimits(both); err != nil {
+		return fmt.Errorf("limits: %w", err)
+	}
+	e.cfg.Store(cfg)
+	e.forgetUnknownDomains()
+	if err := e.lim.SetLimits(next); err != nil {
+		return fmt.Errorf("limits: %w", err) // cannot happen: both validated them
+	}
+	return nil
+}
+
+// Healthy reports whether the limiter can decide: false once it has
+// failed (a storage error makes it refuse every grant until reopened) or
+// been closed.
+func (e *Engine) Healthy() bool { return !e.failed.Load() }

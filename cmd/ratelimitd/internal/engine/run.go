@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit"
+)
+
+// run decides the pending parts: one all-or-nothing call, and again
+// without the parts a denial was due to when none of them may deny the
+// request (see the package doc), until the request is granted or denied.
+func (e *Engine) run(ctx context.Context, res *Result, s *scratch) error {
+	quotas, quotasOver := 0, 0
+	hard := false // the request is denied whatever the limiter says
+	for k := range s.parts {
+		p := &s.parts[k]
+		if p.quota {
+			quotas++
+		}
+		if p.state == over && e.overDenies(p, res, &quotasOver) {
+			hard = true
+		}
+	}
+	hard = hard || quotas > 0 && quotasOver == quotas
+	for {
+		s.rs, s.sent = s.rs[:0], s.sent[:0]
+		for k := range s.parts {
+			p := &s.parts[k]
+			if p.state != pending || p.follows >= 0 {
+				continue
+			}
+			r := p.req
+			if hard { // only the statuses are wanted
+				r.CheckOnly = true
+			}
+			s.rs = append(s.rs, r)
+			s.sent = append(s.sent, k)
+		}
+		granted := true
+		if len(s.rs) > 0 {
+			var err error
+			if granted, err = e.call(ctx, s); err != nil {
+				return err
+			}
+		}
+		if granted && !hard {
+			e.finishGrant(res, s)
+			return nil
+		}
+		if !hard {
+			progress := false
+			for j, k := range s.sent {
+				p := &s.parts[k]
+				if s.each[j].OK {
+					continue
+				}
+				progress = true
+				if p.zero && s.each[j].Remaining >= 0 {
+					p.state = within
+					res.Statuses[p.st].Remaining = s.each[j].Remaining
+					e.setTimes(&res.Statuses[p.st], s.each[j], p)
+					res.Statuses[p.st].RetryAfter = 0
+					continue
+				}
+				p.state = over
+				e.setTimes(&res.Statuses[p.st], s.each[j], p)
+				res.Statuses[p.st].Remaining = s.each[j].Remaining
+				if e.overDenies(p, res, &quotasOver) {
+					hard = true
+				}
+			}
+			hard = hard || !progress || quotas > 0 && quotasOver == quotas
+			if !hard {
+				continue // again without the parts just decided
+			}
+		}
+		e.finishDenial(res, s, quotas > 0 && quotasOver == quotas)
+		return nil
+	}
+}
+
+// call sends s.rs to the limiter, filling s.each, and reports whether
+// the call was granted.
+func (e *Engine) call(ctx context.Context, s *scratch) (bool, error) {
+	if len(s.rs) == 1 {
+		st, err := e.lim.Limit(ctx, s.rs[0]) // Limit honours CheckOnly
+		s.each = append(s.each[:0], st)
+		return st.OK, err
+	}
+	st, each, err := e.lim.LimitAllStatuses(ctx, s.rs, s.each)
+	s.each = each
+	return st.OK, err
+}
+
+// overDenies records that part p is over its limit and reports whether
+// that alone denies the request: not for a shadow_mode rule (reported
+// OK), nor for a quota_mode one (counted in quotasOver: the request is
+// denied when all of them are over).
+func (e *Engine) overDenies(p *part, res *Result, quotasOver *int) bool {
+	st := &res.Statuses[p.st]
+	switch {
+	case p.shadow:
+		st.Shadowed = true
+		return false
+	case p.quota:
+		*quotasOver++
+		return false
+	}
+	st.Code = OverLimit
+	return true
+}
+
+// setTimes copies a limiter status's waits into st, with the window's end
+// as the reset time of a fixed window.
+func (e *Engine) setTimes(st *Status, ls ratelimit.Status, p *part) {
+	st.RetryAfter = ls.RetryAfter
+	st.ResetAfter = ls.ResetAfter
+	c := &st.Limit.Config
+	if c.Kind == ratelimit.FixedWindow && (st.ResetAfter <= 0 || st.ResetAfter > c.Period) {
+		st.ResetAfter = windowEnd(e.now(), c.Period)
+	}
+	if ls.OK && !p.req.Reserve {
+		st.RetryAfter = 0
+	}
+}
+
+// finishGrant records a granted call: every part sent was granted (and
+// taken, unless a check).
+func (e *Engine) finishGrant(res *Result, s *scratch) {
+	for j, k := range s.sent {
+		p := &s.parts[k]
+		st := &res.Statuses[p.st]
+		ls := s.each[j]
+		st.Remaining = ls.Remaining
+		if p.req.CheckOnly { // the limiter reports what a take would have left
+			st.Remaining += p.req.Count
+		}
+		e.setTimes(st, ls, p)
+		p.state = within
+		res.RetryAfter = max(res.RetryAfter, st.RetryAfter)
+	}
+	e.finishFollowers(res, s)
+	for k := range s.parts {
+		p := &s.parts[k]
+		if p.state == over && !p.shadow {
+			res.Statuses[p.st].Code = OverLimit // a quota part; the request passed on another
+		}
+	}
+	res.Code = OK
+}
+
+// finishDenial records a denied request: nothing was taken, so each part
+// sent reports its bucket as it is.
+func (e *Engine) finishDenial(res *Result, s *scratch, quotaDenied bool) {
+	for j, k := range s.sent {
+		p := &s.parts[k]
+		st := &res.Statuses[p.st]
+		ls := s.each[j]
+		st.Remaining = s.bucketNow(j)
+		e.setTimes(st, ls, p)
+		switch {
+		case ls.OK, p.zero && ls.Remaining >= 0:
+			p.state, st.RetryAfter = within, 0
+		default:
+			p.state = over
+			if p.shadow {
+				st.Shadowed = true
+			} else {
+				st.Code = OverLimit
+			}
+		}
+	}
+	e.finishFollowers(res, s)
+	res.Code, res.RetryAfter = OverLimit, 0
+	quotaWait := time.Duration(-1)
+	for k := range s.parts {
+		p := &s.parts[k]
+		st := &res.Statuses[p.st]
+		if p.state != over || p.shadow {
+			continue
+		}
+		st.Code = OverLimit
+		switch {
+		case st.Never:
+		case p.quota:
+			if quotaWait < 0 || st.RetryAfter < quotaWait {
+				quotaWait = st.RetryAfter
+			}
+		default:
+			res.RetryAfter = max(res.RetryAfter, st.RetryAfter)
+		}
+	}
+	if quotaDenied && quotaWait > 0 {
+		res.RetryAfter = max(res.RetryAfter, quotaWait)
+	}
+}
+
+// bucketNow is the value of the bucket of s.rs[j] before the call: the
+// first part of the call on that bucket saw it untouched.
+func (s *scratch) bucketNow(j int) float64 {
+	for i := 0; i <= j; i++ {
+		if s.rs[i].Name == s.rs[j].Name && s.rs[i].Key == s.rs[j].Key {
+			v := s.each[i].Remaining
+			if s.each[i].OK {
+				v += s.rs[i].Count
+			}
+			return v
+		}
+	}
+	return s.each[j].Remaining
+}
+
+// finishFollowers reports each zero part that follows another on its
+// bucket as that part leaves it.
+func (e *Engine) finishFollowers(res *Result, s *scratch) {
+	for k := range s.parts {
+		p := &s.parts[k]
+		if p.follows < 0 {
+			continue
+		}
+		leader := &res.Statuses[s.parts[p.follows].st]
+		st := &res.Statuses[p.st]
+		st.Remaining, st.ResetAfter = leader.Remaining, leader.ResetAfter
+		p.state = within
+		if st.Remaining < 0 {
+			p.state, st.Code, st.RetryAfter = over, OverLimit, leader.RetryAfter
+			if p.shadow {
+				st.Code, st.Shadowed = OK, true
+			}
+		}
+	}
+}
