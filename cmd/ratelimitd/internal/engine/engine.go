@@ -97,3 +97,7 @@ func (e *Engine) SetConfig(cfg *config.Config) error {
 // failed (a storage error makes it refuse every grant until reopened) or
 // been closed.
 func (e *Engine) Healthy() bool { return !e.failed.Load() }
+
+// Limits returns the bounds requests are checked against, defaults
+// applied.
+func (e *Engine) Limits() Limits { return e.limits }

@@ -1,0 +1,58 @@
+package filetool
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/boltcheck"
+	"github.com/seed7fbd42b6/ratelimit/internal/filestate"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
+)
+
+// ErrDamaged is returned by Verify for a file that is damaged or not a
+// limiter's file.
+var ErrDamaged = errors.New("damaged")
+
+// Verify checks the limiter's file at path: every page bbolt would
+// reach well formed (boltcheck), and the snapshot and log whole and
+// consistent (filestate). It writes what it found and returns nil for a
+// sound file, an error wrapping ErrDamaged for a damaged one, and any
+// other error when the file could not be checked (it does not exist, a
+// limiter has it open).
+func Verify(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := lockShared(f); err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	var problems []error
+	if err := boltcheck.Check(f, st.Size()); err != nil {
+		problems = append(problems, err)
+	}
+	c, err := filestate.Read(path)
+	switch {
+	case errors.Is(err, wal.ErrCorrupt):
+		problems = append(problems, err)
+	case err != nil:
+		return err
+	default:
+		problems = append(problems, c.Problems...)
+	}
+	if len(problems) == 0 {
+		fmt.Fprintf(w, "%s: ok (format %d, %d buckets)\n", path, c.FormatVersion, len(c.Buckets))
+		return nil
+	}
+	for _, p := range problems {
+		fmt.Fprintf(w, "%s: %v\n", path, p)
+	}
+	return fmt.Errorf("%s: %w: %d problems", path, ErrDamaged, len(problems))
+}

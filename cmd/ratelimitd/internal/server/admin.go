@@ -1,0 +1,210 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+
+	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/engine"
+)
+
+// newAdminHandler routes the admin port: operator actions, the loaded
+// configuration, health, metrics and profiles.
+func (s *Server) newAdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/credit", s.handleCredit)
+	mux.HandleFunc("/v1/reset", s.handleReset)
+	mux.HandleFunc("/v1/backup", s.handleBackup)
+	mux.HandleFunc("/v1/salvage", s.handleSalvage)
+	mux.HandleFunc("/v1/reload", s.handleReload)
+	mux.HandleFunc("/v1/config", s.handleConfig)
+	mux.HandleFunc("/healthcheck", s.handleHealthcheck)
+	mux.Handle("/metrics", s.metricsHandler())
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// handleCredit gives count tokens back to a descriptor's bucket.
+func (s *Server) handleCredit(w http.ResponseWriter, r *http.Request) {
+	in, ok := s.readBucketRequest(w, r)
+	if !ok {
+		return
+	}
+	if !(in.Count > 0) {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%w: count must be > 0", engine.ErrInvalidRequest))
+		return
+	}
+	ctx, cancel := s.deadline(r.Context())
+	defer cancel()
+	b, err := s.eng.Credit(ctx, in.Domain, entries(in.Entries), in.Count)
+	s.adminAnswer(w, "credit", b, err, slog.Float64("count", in.Count))
+}
+
+// handleReset makes a descriptor's bucket full again.
+func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
+	in, ok := s.readBucketRequest(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := s.deadline(r.Context())
+	defer cancel()
+	b, err := s.eng.Reset(ctx, in.Domain, entries(in.Entries))
+	s.adminAnswer(w, "reset", b, err)
+}
+
+func (s *Server) adminAnswer(w http.ResponseWriter, action string, b engine.Bucket, err error, attrs ...any) {
+	if err != nil {
+		_, _, code := classify(err)
+		writeError(w, code, err)
+		return
+	}
+	s.log.Info("admin "+action, append([]any{slog.String("limit", b.Limit.Name), slog.String("key", b.Key)}, attrs...)...)
+	writeJSON(w, http.StatusOK, bucketOf(b))
+}
+
+// handleBackup streams a consistent copy of the limiter's file
+// (ratelimit.Limiter.Backup); it opens as a limiter's file holding every
+// grant acknowledged before the backup began. A failure after the first
+// bytes aborts the response, so a truncated copy is never mistaken for a
+// whole one.
+func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		w.Header().Set("Allow", "GET, POST")
+		writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("%s not allowed", r.Method))
+		return
+	}
+	if !s.opts.Storage.hasFile() {
+		writeError(w, http.StatusConflict, errors.New("no file to back up: the limiter keeps its buckets in memory"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="ratelimit-backup.db"`)
+	cw := &countingWriter{w: w}
+	n, err := s.eng.Limiter().Backup(cw)
+	if err != nil {
+		s.log.Error("admin backup failed", slog.Int64("bytes", n), slog.Any("err", err))
+		if cw.n == 0 {
+			w.Header().Del("Content-Disposition")
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		panic(http.ErrAbortHandler)
+	}
+	s.log.Info("admin backup", slog.Int64("bytes", n))
+}
+
+type countingWriter struct {
+	w http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// handleSalvage reads what can be read of a damaged limiter file (src)
+// into a new one (dst), both paths on the server, and reports what was
+// lost (ratelimit.Salvage). The live file cannot be salvaged while it is
+// open: salvage a copy.
+func (s *Server) handleSalvage(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	var in struct {
+		Src string `json:"src"`
+		Dst string `json:"dst"`
+	}
+	if !ok || !decodeJSON(w, body, &in) {
+		return
+	}
+	if in.Src == "" || in.Dst == "" {
+		writeError(w, http.StatusBadRequest, errors.New("src and dst are required"))
+		return
+	}
+	rep, err := ratelimit.Salvage(in.Src, in.Dst)
+	if err != nil {
+		code := http.StatusUnprocessableEntity
+		if errors.Is(err, ratelimit.ErrLocked) {
+			code = http.StatusConflict
+		}
+		writeError(w, code, err)
+		return
+	}
+	s.log.Info("admin salvage", slog.String("src", in.Src), slog.String("dst", in.Dst),
+		slog.Int("buckets", rep.Buckets), slog.Int("problems", len(rep.Problems)))
+	problems := rep.Problems
+	if problems == nil {
+		problems = []string{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Buckets         int      `json:"buckets"`
+		SnapshotRecords int      `json:"snapshot_records"`
+		LogBatches      int      `json:"log_batches"`
+		LogRecords      int      `json:"log_records"`
+		Problems        []string `json:"problems"`
+	}{rep.Buckets, rep.SnapshotRecords, rep.LogBatches, rep.LogRecords, problems})
+}
+
+// handleReload loads the configuration again, as SIGHUP does.
+func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("%s not allowed; use POST", r.Method))
+		return
+	}
+	if err := s.reload.reload("admin"); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		OK bool `json:"ok"`
+	}{true})
+}
+
+// handleConfig lists the configuration serving: its files, domains and
+// rules.
+func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
+	type rule struct {
+		Name            string         `json:"name"`
+		Rule            string         `json:"rule,omitempty"`
+		Domain          string         `json:"domain"`
+		File            string         `json:"file"`
+		Line            int            `json:"line"`
+		RequestsPerUnit uint32         `json:"requests_per_unit"`
+		Unit            string         `json:"unit,omitempty"`
+		UnitMultiplier  uint32         `json:"unit_multiplier,omitempty"`
+		Unlimited       bool           `json:"unlimited,omitempty"`
+		ShadowMode      bool           `json:"shadow_mode,omitempty"`
+		QuotaMode       bool           `json:"quota_mode,omitempty"`
+		Replaces        []string       `json:"replaces,omitempty"`
+		Config          *nativeConfig  `json:"config,omitempty"`
+		Metadata        map[string]any `json:"metadata,omitempty"`
+	}
+	cfg := s.eng.Config()
+	out := struct {
+		Files   []string `json:"files"`
+		Domains []string `json:"domains"`
+		Rules   []rule   `json:"rules"`
+	}{Files: cfg.Files(), Domains: cfg.Domains(), Rules: []rule{}}
+	for _, l := range cfg.Limits() {
+		ru := rule{Name: l.Name, Rule: l.RuleName, Domain: l.Domain, File: l.File, Line: l.Line,
+			RequestsPerUnit: l.RequestsPerUnit, UnitMultiplier: l.UnitMultiplier, Unlimited: l.Unlimited,
+			ShadowMode: l.ShadowMode, QuotaMode: l.QuotaMode, Replaces: l.Replaces, Metadata: l.Metadata}
+		if !l.Unlimited {
+			ru.Unit = l.Unit.String()
+		}
+		if c := l.Config; c.Kind != 0 {
+			ru.Config = &nativeConfig{Algorithm: algorithm(c.Kind), Rate: c.Rate, Period: seconds(c.Period),
+				Capacity: c.Capacity, MaxReserved: c.MaxReserved, Shards: c.Shards}
+		}
+		out.Rules = append(out.Rules, ru)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/config"
+	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/engine"
+)
+
+// reloader loads the configuration again on demand (SIGHUP, the admin
+// API) and when its files change. A configuration that fails to load,
+// or that the limiter refuses, is logged and counted, and the one
+// serving goes on.
+type reloader struct {
+	path string
+	opts config.Options
+	eng  *engine.Engine
+	log  *slog.Logger
+	tls  *certificates // re-read with the configuration; nil without TLS
+
+	mu       sync.Mutex
+	last     fingerprint // of the files as last loaded (or refused)
+	good     uint64
+	bad      uint64
+	lastOK   bool
+	lastTime time.Time
+}
+
+type reloadStats struct {
+	good, bad uint64
+	lastOK    bool
+	lastTime  time.Time
+}
+
+func (r *reloader) stats() reloadStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return reloadStats{good: r.good, bad: r.bad, lastOK: r.lastOK, lastTime: r.lastTime}
+}
+
+// initial records the configuration loaded at start.
+func (r *reloader) initial(fp fingerprint) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last, r.lastOK, r.lastTime = fp, true, time.Now()
+}
+
+// reload loads the configuration and, if it is valid, makes it serve.
+func (r *reloader) reload(reason string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reloadLocked(reason, fingerprintOf(r.path))
+}
+
+func (r *reloader) reloadLocked(reason string, fp fingerprint) error {
+	r.last, r.lastTime = fp, time.Now()
+	if r.tls != nil {
+		r.tls.reload(r.log)
+	}
+	cfg, err := config.Load(r.path, &r.opts)
+	if err == nil {
+		err = r.eng.SetConfig(cfg)
+	}
+	if err != nil {
+		r.bad++
+		r.lastOK = false
+		r.log.Error("configuration refused; the previous one keeps serving", slog.String("reason", reason),
+			slog.String("config", r.path), slog.Any("err", err))
+		return err
+	}
+	r.good++
+	r.lastOK = true
+	r.log.Info("configuration reloaded", slog.String("reason", reason), slog.String("config", r.path),
+		slog.Int("domains", len(cfg.Domains())), slog.Int("rules", len(cfg.Limits())))
+	return nil
+}
+
+// poll reloads if the files changed since they were last loaded.
+func (r *reloader) poll() {
+	fp := fingerprintOf(r.path)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if fp != r.last {
+		r.reloadLocked("file change", fp)
+	}
+}
