@@ -8,6 +8,7 @@ require (
 	github.com/seed7fbd42b6/ratelimit v0.0.0
 	github.com/seed7fbd42b6/ratelimit/ratelimitprom v0.0.0
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/sys v0.48.0
 	google.golang.org/protobuf v1.36.12
 )
 
@@ -29,7 +30,6 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 )
 
 replace github.com/seed7fbd42b6/ratelimit => ../..

@@ -91,6 +91,9 @@ func (s *Server) decideRLS(ctx context.Context, req *rlsv3.RateLimitRequest, a a
 		r = resultOverLimit
 	}
 	s.requests.add(a, r)
+	if w.res.FailedOpen {
+		s.health.update()
+	}
 	return rls.Response(&w.res, s.opts.Headers), nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"time"
+	"unicode/utf8"
 )
 
 // newHTTPHandler routes the request port: envoyproxy/ratelimit's /json
@@ -71,9 +72,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return body, true
 }
 
-// decodeJSON decodes body strictly (no unknown fields, nothing after the
+// decodeJSON decodes body strictly (valid UTF-8, which encoding/json
+// would otherwise mend silently; no unknown fields; nothing after the
 // value) into v, writing a 400 on failure.
 func decodeJSON(w http.ResponseWriter, body []byte, v any) bool {
+	if !utf8.Valid(body) {
+		writeError(w, http.StatusBadRequest, errors.New("invalid JSON: not valid UTF-8"))
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)

@@ -117,6 +117,9 @@ func (s *Server) handleNative(w http.ResponseWriter, r *http.Request, a api) {
 	for i := range res.Statuses {
 		out.Statuses[i] = nativeStatusOf(&res.Statuses[i])
 	}
+	if res.FailedOpen {
+		s.health.update()
+	}
 	code := http.StatusOK
 	if out.OK {
 		s.requests.add(a, resultOK)
