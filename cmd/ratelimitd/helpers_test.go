@@ -87,7 +87,7 @@ descriptors:
 `
 
 // writeConfig writes src as the file name in dir and returns its path.
-func writeConfig(t *testing.T, dir, name, src string) string {
+func writeConfig(t testing.TB, dir, name, src string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
@@ -98,7 +98,7 @@ func writeConfig(t *testing.T, dir, name, src string) string {
 
 // proc is a running ratelimitd.
 type proc struct {
-	t                             *testing.T
+	t                             testing.TB
 	cmd                           *exec.Cmd
 	grpcAddr, httpAddr, adminAddr string
 	conn                          *grpc.ClientConn
@@ -149,7 +149,7 @@ func (l *logLines) String() string {
 
 // start runs "ratelimitd serve" with args (after defaults: JSON logs,
 // free loopback ports for gRPC and HTTP) and waits until it serves.
-func start(t *testing.T, args ...string) *proc {
+func start(t testing.TB, args ...string) *proc {
 	t.Helper()
 	p := tryStart(t, args...)
 	if p.grpcAddr == "" && p.httpAddr == "" {
@@ -160,7 +160,7 @@ func start(t *testing.T, args ...string) *proc {
 
 // tryStart is start without failing when the server exits instead of
 // serving.
-func tryStart(t *testing.T, args ...string) *proc {
+func tryStart(t testing.TB, args ...string) *proc {
 	t.Helper()
 	all := append([]string{"serve", "-log-format", "json", "-grpc-addr", "127.0.0.1:0", "-http-addr", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(binPath, all...)
@@ -255,7 +255,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 }
 
 // ctx is a context for one call.
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c
@@ -447,3 +447,8 @@ func (l *ledger) check(t *testing.T, q *proc) {
 		}
 	}
 }
+
+// atomicCounter hands out 0, 1, 2, ... to concurrent callers.
+type atomicCounter struct{ n atomic.Int64 }
+
+func (c *atomicCounter) next() int64 { return c.n.Add(1) - 1 }

@@ -73,6 +73,10 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ratelimitd serve: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
+	if o.ConfigPath == "" {
+		fmt.Fprintln(stderr, "ratelimitd serve: -config is required (ratelimitd serve -h lists the flags)")
+		return 2
+	}
 	logger, err := newLogger(stderr, *logLevel, *logFormat)
 	if err == nil {
 		o.Headers, err = rls.ParseHeaders(*headers)

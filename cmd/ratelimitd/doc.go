@@ -1,0 +1,117 @@
+// Command ratelimitd is a rate limit service: a drop-in for
+// envoyproxy/ratelimit (Envoy's gRPC rate limit protocol and its YAML
+// configuration) that decides each request all or nothing and keeps
+// every grant on disk, in an embedded bbolt file, before it answers.
+//
+// # Basics
+//
+//	ratelimitd serve -config rules.yaml -data ratelimitd.db
+//
+// serves Envoy's envoy.service.ratelimit.v3.RateLimitService (with
+// grpc.health.v1 and reflection) on 127.0.0.1:8081 and HTTP on
+// 127.0.0.1:8080. Point Envoy's rate_limit_service at the gRPC port with
+// transport_api_version V3 and failure_mode_deny: true: ratelimitd fails
+// closed, answering an error when it cannot decide, and Envoy then
+// denies. -data "" keeps buckets in memory only.
+//
+// The configuration is envoyproxy/ratelimit's, unchanged (a file, or a
+// directory of files, one domain each), with extensions inside
+// rate_limit: algorithm (fixed_window, token_bucket), period (any
+// duration instead of unit), capacity, max_reserved and shards. Package
+// internal/config documents the format, the matching and the
+// differences. Fixed windows start at the Unix epoch, as theirs do, so a
+// client sees the same codes and limit_remaining for the same traffic,
+// as long as no request with several descriptors is denied (theirs then
+// counts the hits of every descriptor, ours takes nothing) and no
+// request asks for more than a limit allows (theirs counts it).
+//
+// # Requests
+//
+// A request's descriptors are decided together: every limited descriptor
+// is taken, or none is. Each status carries code, current_limit,
+// limit_remaining and duration_until_reset (on a denial, the exact wait
+// until the descriptor can pass). hits_addend (the request's, or a
+// descriptor's own) is the count; a descriptor with hits 0 is checked,
+// not taken. Hits above what a limit can ever grant are OVER_LIMIT.
+// shadow_mode rules report OK over their limit and never deny; quota_mode
+// descriptors deny only when all of them are over. A domain or descriptor
+// no rule matches is OK, as with envoyproxy/ratelimit (an unknown domain
+// is counted and logged once; -unknown-domain-error refuses it).
+// A request's own limit (descriptor.limit) applies in a configured domain.
+// -response-headers adds rate limit headers to response_headers_to_add.
+//
+// # Ports
+//
+// The HTTP port serves POST /json (envoyproxy/ratelimit's: a
+// RateLimitRequest in proto3 JSON; 200, or 429 when over the limit),
+// GET /healthcheck (200 "OK" or 500), GET /metrics (Prometheus), and the
+// native API, JSON in and out, durations in seconds:
+//
+//	POST /v1/limit  {"domain", "descriptors": [{"entries": [{"key", "value"}], "hits"}], "hits", "reserve"}
+//	                -> {"ok", "retry_after", "statuses": [{"ok", "limit", "key", "remaining", "retry_after", "reset_after", ...}]}
+//	                   (200 granted, 429 denied with Retry-After)
+//	POST /v1/check  the same, taking nothing
+//	POST /v1/value  {"domain", "entries"} -> {"limit", "key", "value", "ts", "config"}
+//
+// reserve grants when tokens are short, leaving debt within the rule's
+// max_reserved, and retry_after says when to run the work. The admin
+// port, off unless -admin-addr is set, serves POST /v1/credit {"domain",
+// "entries", "count"}, POST /v1/reset {"domain", "entries"}, GET
+// /v1/backup (a consistent copy of the live file, streamed), POST
+// /v1/salvage {"src", "dst"} (paths on the server), POST /v1/reload,
+// GET /v1/config, /healthcheck, /metrics and /debug/pprof/. Every port
+// listens on loopback unless told otherwise; -tls-cert and -tls-key serve
+// them all over TLS, and -tls-client-ca requires client certificates.
+//
+// # Operations
+//
+// SIGHUP, POST /v1/reload, and a change to the configuration's files
+// (checked every -watch-interval) reload the configuration. Buckets keep
+// their state: a bucket holds tokens, and is read under its rule's new
+// limit, capped at the new capacity (raising a fixed window's limit adds
+// tokens from its next window on). A configuration that fails to load is
+// refused, logged and counted (ratelimitd_config_reloads_total{result=
+// "failure"}), and the previous one keeps serving.
+//
+// SIGTERM or SIGINT: health reports NOT_SERVING (gRPC and /healthcheck),
+// requests are still served for -drain-delay (a second signal ends it),
+// calls in flight finish (up to -drain-timeout), and the limiter closes
+// with every acknowledged grant on disk.
+//
+// When the limiter cannot decide (its file cannot be written, too many
+// keys), requests fail (gRPC Unavailable, HTTP 503) and, once the file has
+// failed, health reports NOT_SERVING until ratelimitd is restarted.
+// -fail-open answers OK instead: dangerous, since nothing is limited then.
+//
+// Bad input is refused with a clear error, gRPC InvalidArgument or HTTP
+// 400 (413 for a body over -max-request-bytes), before anything is
+// decided: an empty domain, no descriptors, more than -max-descriptors
+// descriptors or -max-entries entries, a domain, key or value longer than
+// -max-entry-bytes or not valid UTF-8, hits above 2^53, is_negative_hits
+// (refunds go through the admin credit), a limit override without a unit,
+// and more than -max-overrides distinct overrides.
+//
+// # Metrics
+//
+// /metrics serves the limiter's metrics (ratelimit_*, see package
+// ratelimitprom), the Go runtime's and the process's, and the service's:
+//
+//	ratelimitd_requests_total{api, result}          api: grpc, json, limit, check, value; result: ok, over_limit, invalid, unknown_domain, unavailable, canceled, internal
+//	ratelimitd_descriptors_total{outcome}           within_limit, over_limit, shadow_over_limit, unlimited, unmatched, replaced
+//	ratelimitd_unknown_domain_requests_total
+//	ratelimitd_fail_open_total
+//	ratelimitd_config_reloads_total{result}         success, failure
+//	ratelimitd_config_last_reload_success           gauge
+//	ratelimitd_config_last_reload_timestamp_seconds gauge
+//	ratelimitd_config_rules, ratelimitd_config_domains, ratelimitd_limit_overrides, ratelimitd_healthy
+//
+// # File tools
+//
+//	ratelimitd inspect FILE      format version, snapshot and log sizes and ages, buckets per limit, problems
+//	ratelimitd verify FILE       exit 0 sound, 1 damaged, 2 not checked
+//	ratelimitd dump FILE         the stored buckets as JSON lines
+//	ratelimitd salvage FILE NEW  what can be read of a damaged file, into a new one, with a report of what was lost
+//
+// They refuse a file a running ratelimitd has open; back it up through the
+// admin port and use the copy.
+package main

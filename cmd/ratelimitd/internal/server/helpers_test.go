@@ -1,0 +1,37 @@
+package server
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+const testRules = `domain: d
+descriptors:
+  - key: a
+    rate_limit: {unit: hour, requests_per_unit: 3}
+`
+
+// newTestServer makes a server in memory on the rules src, listening on
+// free loopback ports, without running it.
+func newTestServer(t *testing.T, src string) (*Server, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	writeFile(t, path, src)
+	s, err := New(Options{ConfigPath: path, GRPCAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.closeListeners()
+		s.eng.Limiter().Close()
+	})
+	return s, path
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

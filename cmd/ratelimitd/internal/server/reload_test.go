@@ -1,0 +1,35 @@
+package server
+
+import (
+	"strings"
+	"testing"
+)
+
+// A reload serves a good configuration and refuses a bad one, counting
+// both; poll reloads only when the files changed.
+func TestReloader(t *testing.T) {
+	s, path := newTestServer(t, testRules)
+	r := s.reload
+	r.poll()
+	if st := r.stats(); st.good != 0 || st.bad != 0 || !st.lastOK {
+		t.Fatalf("poll of unchanged files: %+v", st)
+	}
+	writeFile(t, path, strings.Replace(testRules, "requests_per_unit: 3", "requests_per_unit: 4", 1))
+	r.poll()
+	if st := r.stats(); st.good != 1 || s.eng.Config().Limits()[0].RequestsPerUnit != 4 {
+		t.Fatalf("after a change: %+v", st)
+	}
+	writeFile(t, path, "domain: d\ndescriptors: [{key: a, rate_limit: {unit: fortnight, requests_per_unit: 1}}]\n")
+	r.poll()
+	r.poll()
+	if st := r.stats(); st.bad != 1 || st.lastOK || s.eng.Config().Limits()[0].RequestsPerUnit != 4 {
+		t.Fatalf("after a bad change, polled twice: %+v; want one failure, the previous config serving", st)
+	}
+	if err := r.reload("test"); err == nil {
+		t.Error("reload of the bad file succeeded")
+	}
+	writeFile(t, path, testRules)
+	if err := r.reload("test"); err != nil || r.stats().good != 2 {
+		t.Errorf("reload of a good file: %v %+v", err, r.stats())
+	}
+}
