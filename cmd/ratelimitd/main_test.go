@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/config"
 )
 
 // The commands and their exit codes, without serving.
@@ -32,5 +34,16 @@ func TestRun(t *testing.T) {
 		if code != c.code || !strings.Contains(stdout.String()+stderr.String(), c.output) {
 			t.Errorf("%v: exit %d, want %d with %q\nstdout: %s\nstderr: %s", c.args, code, c.code, c.output, stdout.String(), stderr.String())
 		}
+	}
+}
+
+// The example the README starts a server on is valid.
+func TestExampleConfig(t *testing.T) {
+	cfg, err := config.Load("example.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Limits()) != 6 {
+		t.Errorf("%d rules, want 6", len(cfg.Limits()))
 	}
 }
