@@ -1,42 +1,50 @@
 package ratelimit
 
+// Credit (tokens given back, water-filling over shards) and Jitter.
+
 import (
 	"context"
 	"errors"
-	"github.com/seed7fbd42b6/ratelimit/internal/actor"
-	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 	"math"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
+// Credit gives tokens back, capped at capacity, reservations' debt
+// included; bad counts and unknown limits are refused; a credit is durable
+// like a grant.
 func TestCredit(t *testing.T) {
-	clk := newFakeClock()
+	clk := newClock()
 	ctx := context.Background()
-	l := openDurable(t, filepath.Join(t.TempDir(), "rl.db"), clk, nil)
-	mustLimit(t, l, Request{Name: "tb", Key: "u", Count: 8})
+	opts := Options{Path: filepath.Join(t.TempDir(), "rl.db"), Limits: durableLimits, Now: clk.Now}
+	l := open(t, opts)
+	limit(t, l, Request{Name: "tb", Key: "u", Count: 8})
 	if err := l.Credit(ctx, "tb", "u", 3); err != nil {
 		t.Fatal(err)
 	}
-	if v := mustValue(t, l, "tb", "u"); v != 5 {
+	if v := value(t, l, "tb", "u").Value; v != 5 {
 		t.Fatalf("after credit 3: %v, want 5", v)
 	}
 	if err := l.Credit(ctx, "tb", "u", 100); err != nil {
 		t.Fatal(err)
 	}
-	if v := mustValue(t, l, "tb", "u"); v != 10 {
+	if v := value(t, l, "tb", "u").Value; v != 10 {
 		t.Fatalf("credit is capped at capacity: %v, want 10", v)
 	}
 	// A reservation's debt can be credited back.
-	mustLimit(t, l, Request{Name: "tb", Key: "debt", Count: 30, Reserve: true})
+	limit(t, l, Request{Name: "tb", Key: "debt", Count: 30, Reserve: true})
 	if err := l.Credit(ctx, "tb", "debt", 15); err != nil {
 		t.Fatal(err)
 	}
-	if v := mustValue(t, l, "tb", "debt"); v != -5 {
+	if v := value(t, l, "tb", "debt").Value; v != -5 {
 		t.Fatalf("debt after credit: %v, want -5", v)
 	}
-	for _, bad := range []float64{-1, nan(), inf()} {
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
 		if err := l.Credit(ctx, "tb", "debt", bad); !errors.Is(err, ErrInvalidCount) {
 			t.Fatalf("Credit(%v): %v", bad, err)
 		}
@@ -46,27 +54,22 @@ func TestCredit(t *testing.T) {
 	}
 	// Durable like any grant.
 	l.Close()
-	l = openDurable(t, filepath.Join(filepath.Dir(l.opts.Path), "rl.db"), clk, nil)
-	defer l.Close()
-	if v := mustValue(t, l, "tb", "debt"); v != -5 {
+	l = open(t, opts)
+	if v := value(t, l, "tb", "debt").Value; v != -5 {
 		t.Fatalf("credit after reopen: %v, want -5", v)
 	}
 }
 
 // A sharded credit fills the emptiest shards first (water-filling).
 func TestCreditShardedFillsEmptiest(t *testing.T) {
-	clk := newFakeClock()
+	clk := newClock()
 	ctx := context.Background()
-	l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{
 		"s": {Kind: TokenBucket, Rate: 40, Period: time.Hour, Shards: 4},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	// Drain everything: a denial only means the two shards drawn were
 	// empty, so keep going until the whole limit is.
-	for i := 0; mustValue(t, l, "s", "") > 0; i++ {
+	for i := 0; value(t, l, "s", "").Value > 0; i++ {
 		if i > 10_000 {
 			t.Fatal("could not drain the limit")
 		}
@@ -74,7 +77,7 @@ func TestCreditShardedFillsEmptiest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if v := mustValue(t, l, "s", ""); v != 0 {
+	if v := value(t, l, "s", "").Value; v != 0 {
 		t.Fatalf("drained: %v", v)
 	}
 	if err := l.Credit(ctx, "s", "", 6); err != nil {
@@ -89,67 +92,13 @@ func TestCreditShardedFillsEmptiest(t *testing.T) {
 	if err := l.Credit(ctx, "s", "", 100); err != nil {
 		t.Fatal(err)
 	}
-	if v := mustValue(t, l, "s", ""); v != 40 {
+	if v := value(t, l, "s", "").Value; v != 40 {
 		t.Fatalf("credit capped: %v, want 40", v)
 	}
 }
 
-func TestStatsAndStatusFigures(t *testing.T) {
-	clk := newFakeClock()
-	ctx := context.Background()
-	l := openDurable(t, filepath.Join(t.TempDir(), "rl.db"), clk, nil)
-	defer l.Close()
-	s := mustLimit(t, l, Request{Name: "tb", Key: "u", Count: 4})
-	if !s.OK || s.Remaining != 6 || s.ResetAfter != 24*time.Second {
-		t.Fatalf("grant status %+v, want remaining 6, reset 24s", s)
-	}
-	s = mustLimit(t, l, Request{Name: "tb", Key: "u", Count: 7})
-	if s.OK || s.Remaining != 6 || s.RetryAfter != 6*time.Second {
-		t.Fatalf("denial status %+v", s)
-	}
-	s = mustLimit(t, l, Request{Name: "tb", Key: "u", Count: 8, Reserve: true})
-	if !s.OK || s.Remaining != -2 || s.RetryAfter != 12*time.Second || s.ResetAfter != 72*time.Second {
-		t.Fatalf("reservation status %+v", s)
-	}
-	all, err := l.LimitAll(ctx, Request{Name: "tb", Key: "v", Count: 1}, Request{Name: "fw", Key: "v", Count: 9})
-	if err != nil || !all.OK || all.Remaining != 1 || all.Limit != "tb" && all.Remaining != 1 {
-		t.Fatalf("LimitAll status %+v %v", all, err)
-	}
-	if err := l.Snapshot(); err != nil {
-		t.Fatal(err)
-	}
-	st := l.Stats()
-	if st.Grants != 3 || st.Denials != 1 || st.Reservations != 1 || st.LiveBuckets != 3 || st.Snapshots != 1 {
-		t.Fatalf("stats %+v", st)
-	}
-	if st.WALCommits == 0 || st.WALRecords < 4 || st.WALBatchRecords.Count() != st.WALCommits || st.WALCommitNanos.Quantile(0.5) == 0 ||
-		st.WALCommitTime <= 0 || st.WALCommitTime >= time.Duration(st.WALCommitNanos.Quantile(1))*time.Duration(st.WALCommits) {
-		t.Fatalf("wal stats %+v", st)
-	}
-}
-
-func TestJitter(t *testing.T) {
-	if Jitter(time.Second, 0) != time.Second {
-		t.Fatal("no spread, no jitter")
-	}
-	seen := map[bool]bool{}
-	for i := 0; i < 1000; i++ {
-		j := Jitter(time.Second, time.Second)
-		if j < time.Second || j >= 2*time.Second {
-			t.Fatalf("Jitter = %v, outside [1s, 2s)", j)
-		}
-		seen[j < 1500*time.Millisecond] = true
-	}
-	if len(seen) != 2 {
-		t.Fatal("jitter does not spread over the interval")
-	}
-	for range 100 { // near the largest Duration it saturates, never wraps
-		if j := Jitter(math.MaxInt64-10, time.Hour); j < math.MaxInt64-10 {
-			t.Fatalf("Jitter(MaxInt64-10, 1h) = %v", j)
-		}
-	}
-}
-
+// fillEmptiest water-fills shards of unequal values: the emptiest rise
+// together, none above capacity, debt included.
 func TestFillEmptiestUnequal(t *testing.T) {
 	lim := &bucket.Limit{Kind: bucket.TokenBucket, Rate: 10, Period: int64(time.Hour), Capacity: 10}
 	for _, c := range []struct {
@@ -174,5 +123,88 @@ func TestFillEmptiestUnequal(t *testing.T) {
 			}
 		}
 		call.Release()
+	}
+}
+
+// Credit with a canceled context fails with the context's error and gives
+// nothing back, sharded or not (TestCanceledContext covers the other
+// methods).
+func TestCanceledContextCredit(t *testing.T) {
+	clk := newClock()
+	sh := tb(40, time.Minute)
+	sh.Shards = 4
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"a": tb(10, time.Minute), "sh": sh}})
+	ctx := context.Background()
+	_, _ = l.Limit(ctx, Request{Name: "a", Key: "k", Count: 10})
+	_, _ = l.Limit(ctx, Request{Name: "sh", Key: "k", Count: 20})
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, n := range []string{"a", "sh"} {
+		if err := l.Credit(canceled, n, "k", 5); !errors.Is(err, context.Canceled) {
+			t.Errorf("Credit(%s) canceled: %v", n, err)
+		}
+	}
+	if v := value(t, l, "a", "k").Value; v != 0 {
+		t.Errorf("a = %v", v)
+	}
+	if v := value(t, l, "sh", "k").Value; v != 20 {
+		t.Errorf("sh = %v", v)
+	}
+}
+
+// A credit whose context ends while its commit is under way is still
+// waited for: Credit's answer says whether the tokens were given back, so
+// a caller told it failed can retry without crediting twice.
+func TestCanceledCreditAnswersItsOutcome(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rl.db")
+	clk := newClock()
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	var armed atomic.Bool
+	l := open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now, beforeCommit: func(uint64) error {
+		if armed.CompareAndSwap(true, false) {
+			cancel() // the credit's context ends during its commit
+		}
+		return nil
+	}})
+	limit(t, l, Request{Name: "tb", Key: "k", Count: 10})
+	armed.Store(true)
+	creditErr := l.Credit(ctx, "tb", "k", 4)
+	if armed.Load() {
+		t.Fatal("the credit's commit never ran")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if creditErr != nil {
+		t.Fatalf("Credit committed, but returned %v", creditErr)
+	}
+	l = open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now})
+	if v := value(t, l, "tb", "k").Value; v != 4 {
+		t.Errorf("tb/k = %v after a Credit of 4 that returned nil, want 4", v)
+	}
+}
+
+// Jitter spreads a wait uniformly over [d, d+spread) and saturates near
+// the largest Duration.
+func TestJitter(t *testing.T) {
+	if Jitter(time.Second, 0) != time.Second {
+		t.Fatal("no spread, no jitter")
+	}
+	seen := map[bool]bool{}
+	for i := 0; i < 1000; i++ {
+		j := Jitter(time.Second, time.Second)
+		if j < time.Second || j >= 2*time.Second {
+			t.Fatalf("Jitter = %v, outside [1s, 2s)", j)
+		}
+		seen[j < 1500*time.Millisecond] = true
+	}
+	if len(seen) != 2 {
+		t.Fatal("jitter does not spread over the interval")
+	}
+	for range 100 { // near the largest Duration it saturates, never wraps
+		if j := Jitter(math.MaxInt64-10, time.Hour); j < math.MaxInt64-10 {
+			t.Fatalf("Jitter(MaxInt64-10, 1h) = %v", j)
+		}
 	}
 }

@@ -1,16 +1,16 @@
 package ratelimit
 
+// Benchmarks of Limit and LimitMany: memory mode at several numbers of
+// callers, one hot limit sharded or not, and durable mode (group commit).
+
 import (
 	"context"
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 const benchKeys = 1 << 16
@@ -107,39 +107,6 @@ func BenchmarkLimitMany(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N*64)/b.Elapsed().Seconds(), "decisions/s")
-}
-
-// BenchmarkStripedRate is the baseline people hand-roll: a map of
-// x/time/rate limiters behind 64 striped mutexes.
-func BenchmarkStripedRate(b *testing.B) {
-	type stripe struct {
-		sync.Mutex
-		m map[string]*rate.Limiter
-		_ [40]byte
-	}
-	var stripes [64]stripe
-	for i := range stripes {
-		stripes[i].m = make(map[string]*rate.Limiter)
-	}
-	var seq atomic.Uint64
-	b.ReportAllocs()
-	b.SetParallelism((256 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0)) // 256 callers, as BenchmarkLimit/callers=256
-	b.RunParallel(func(pb *testing.PB) {
-		i := seq.Add(1) * 7919
-		for pb.Next() {
-			i++
-			k := benchKeyNames[i%benchKeys]
-			s := &stripes[i%64]
-			s.Lock()
-			lim, ok := s.m[k]
-			if !ok {
-				lim = rate.NewLimiter(1e9, 1e9)
-				s.m[k] = lim
-			}
-			lim.Allow()
-			s.Unlock()
-		}
-	})
 }
 
 // BenchmarkLimitDurable is one Limit call per operation with every grant
