@@ -110,7 +110,10 @@ func TestOneOffKeysDoNotAccumulate(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "rl.db")
 	clk := newClock()
-	l := open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now})
+	// Open's default preallocation, as in production: the file's size is
+	// what the waves are compared by.
+	opts := Options{Path: path, Limits: durableLimits, Now: clk.Now, LogPreallocate: wal.DefaultPreallocate}
+	l := open(t, opts)
 	ctx := context.Background()
 	wave := func(w int) {
 		rs := make([]Request, 0, 1024)
@@ -152,7 +155,7 @@ func TestOneOffKeysDoNotAccumulate(t *testing.T) {
 	}
 	// The snapshot is empty: reopening restores nothing.
 	l.Close()
-	l = open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now})
+	l = open(t, opts)
 	if got := liveBuckets(l); got != 0 {
 		t.Fatalf("%d buckets restored, want 0", got)
 	}
