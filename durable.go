@@ -41,7 +41,7 @@ func (l *Limiter) recover() error {
 		h := bucket.Hash(r.Name, r.Key)
 		var lim *bucket.Limit
 		if d, ok := l.limits[r.Name]; ok && int(r.Shard) < d.shards {
-			lim = &d.shard
+			lim = &d.perShard
 		}
 		l.group.Restore(actor.BucketID{Name: r.Name, Key: r.Key, Shard: r.Shard},
 			h, bucket.State{Value: r.Value, TS: r.TS}, lim, r.Delete)

@@ -326,7 +326,7 @@ func shardValues(t testing.TB, l *Limiter, name, key string) []float64 {
 	now := l.now()
 	vs := make([]float64, d.shards)
 	for i := range c.Items {
-		vs[c.Items[i].ID.Shard] = d.shard.Project(c.Items[i].State, now).Value
+		vs[c.Items[i].ID.Shard] = d.perShard.Project(c.Items[i].State, now).Value
 	}
 	return vs
 }

@@ -122,15 +122,15 @@ func (l *Limiter) Close() error {
 // a partition had already taken up may still be granted (and committed):
 // that can only under-admit.
 func (l *Limiter) Limit(ctx context.Context, r Request) (Status, error) {
-	return l.one(ctx, r, actor.OpTake)
+	return l.decideOne(ctx, r, actor.OpTake)
 }
 
 // Check answers as Limit would, without taking anything.
 func (l *Limiter) Check(ctx context.Context, r Request) (Status, error) {
-	return l.one(ctx, r, actor.OpCheck)
+	return l.decideOne(ctx, r, actor.OpCheck)
 }
 
-func (l *Limiter) one(ctx context.Context, r Request, op actor.Op) (Status, error) {
+func (l *Limiter) decideOne(ctx context.Context, r Request, op actor.Op) (Status, error) {
 	if err := l.usable(ctx); err != nil {
 		return Status{}, err
 	}
@@ -261,7 +261,7 @@ func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 		if !first {
 			continue
 		}
-		state := bucket.State{Value: d.shard.Capacity} // full: the best case
+		state := bucket.State{Value: d.perShard.Capacity} // full: the best case
 		total, fits, reserve := 0.0, true, false
 		for j := i; j < len(rs); j++ {
 			if defs[j].name != d.name || rs[j].Key != rs[i].Key {
@@ -274,14 +274,14 @@ func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 			total += ms[j].Count
 			reserve = reserve || rs[j].Reserve
 			if d.shards == 1 && fits {
-				dec := d.shard.Take(state, 0, ms[j].Count, rs[j].Reserve)
+				dec := d.perShard.Take(state, 0, ms[j].Count, rs[j].Reserve)
 				state, fits = dec.Next, dec.OK
 			}
 		}
 		if n == 1 {
 			continue
 		}
-		most := d.shard.MaxCount(reserve) * float64(d.shards)
+		most := d.perShard.MaxCount(reserve) * float64(d.shards)
 		if !fits || total > most {
 			return fmt.Errorf("%w: %v tokens asked of %q/%q in one call, which it can never grant together (at most %v, in this order)",
 				ErrInvalidCount, total, d.name, rs[i].Key, most)
@@ -339,7 +339,7 @@ func (l *Limiter) Value(ctx context.Context, name, key string) (Value, error) {
 	v := Value{Config: d.cfg}
 	ts := int64(math.MinInt64)
 	for i := range c.Items {
-		s := d.shard.Project(c.Items[i].State, now)
+		s := d.perShard.Project(c.Items[i].State, now)
 		v.Value += s.Value
 		ts = max(ts, s.TS)
 	}

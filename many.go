@@ -54,14 +54,14 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 			h := bucket.HashWith(d.nameHash, r.Key)
 			part := l.group.Route(h, 0)
 			sc.add(h, part, int32(i))
-			c.Members = append(c.Members, actor.Member{Op: actor.OpTake, Count: n, Reserve: r.Reserve, B: -1, Ref: d})
+			c.Members = append(c.Members, actor.Member{Op: actor.OpTake, Count: n, Reserve: r.Reserve, Second: -1, Def: d})
 		}
 	}
 	// Place the items grouped by partition, in request order within each.
 	sc.prefix()
 	c.SetItems(len(c.Members))
 	for m := range c.Members {
-		d := c.Members[m].Ref.(*limitDef)
+		d := c.Members[m].Def.(*limitDef)
 		h, part := sc.hash[m], sc.part[m]
 		pos := sc.next[part]
 		sc.next[part]++
@@ -69,11 +69,11 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		c.SetItem(pos, actor.Item{
 			ID:    actor.BucketID{Name: d.name, Key: key},
 			Hash:  actor.TableHash(d.nameHash, key, 0),
-			Lim:   &d.shard,
+			Lim:   &d.perShard,
 			Phase: d.phaseFor(h),
 			Part:  part,
 		}, int32(m))
-		c.Members[m].A = pos
+		c.Members[m].First = pos
 	}
 	if len(c.Members) > 0 {
 		abandoned, err := l.group.Decide(ctx, c)
@@ -97,7 +97,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		if err := l.itemErr(c.ItemErr(m)); err != nil {
 			out[i].Err = err
 		} else {
-			out[i].Status = c.Members[m].Ref.(*limitDef).status(&c.Members[m])
+			out[i].Status = c.Members[m].Def.(*limitDef).status(&c.Members[m])
 		}
 		m++
 	}

@@ -16,7 +16,7 @@ type limitDef struct {
 	name     string
 	nameHash uint64       // bucket.NameHash(name)
 	cfg      Config       // with defaults applied
-	shard    bucket.Limit // one shard's rate, capacity and maxReserved
+	perShard    bucket.Limit // one shard's rate, capacity and maxReserved
 	shards   int
 	phase    int64 // fixed-window phase from cfg.Start
 	hasStart bool
@@ -33,7 +33,7 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 		name:     name,
 		nameHash: bucket.NameHash(name),
 		cfg:      c,
-		shard: bucket.Limit{
+		perShard: bucket.Limit{
 			Kind:        bucket.Kind(c.Kind),
 			Rate:        c.Rate / n,
 			Period:      int64(c.Period),
@@ -45,10 +45,10 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 	if !c.Start.IsZero() {
 		d.phase, d.hasStart = bucket.StartPhase(c.Start.UnixNano(), int64(c.Period)), true
 	}
-	if d.shard.Capacity <= 0 || d.shard.Rate <= 0 || math.IsInf(d.shard.Capacity, 0) {
+	if d.perShard.Capacity <= 0 || d.perShard.Rate <= 0 || math.IsInf(d.perShard.Capacity, 0) {
 		return nil, fmt.Errorf("%w: limit %q: capacity and rate per shard must be > 0", ErrInvalidConfig, name)
 	}
-	if c.MaxReserved > 0 && d.shard.MaxReserved == 0 { // 0 would mean unlimited
+	if c.MaxReserved > 0 && d.perShard.MaxReserved == 0 { // 0 would mean unlimited
 		return nil, fmt.Errorf("%w: limit %q: maxReserved per shard must be > 0 when set", ErrInvalidConfig, name)
 	}
 	return d, nil
@@ -57,7 +57,7 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 // sameBuckets reports whether d and e, limits of one name, decide its
 // buckets alike: same per-shard arithmetic, shard count and phase.
 func (d *limitDef) sameBuckets(e *limitDef) bool {
-	return d == e || d.shard == e.shard && d.shards == e.shards && d.hasStart == e.hasStart && d.phase == e.phase
+	return d == e || d.perShard == e.perShard && d.shards == e.shards && d.hasStart == e.hasStart && d.phase == e.phase
 }
 
 // phaseFor is the fixed-window phase of the key whose (name, key) hash is h.
@@ -65,7 +65,7 @@ func (d *limitDef) phaseFor(h uint64) int64 {
 	if d.hasStart {
 		return d.phase
 	}
-	return bucket.Phase(h, d.shard.Period)
+	return bucket.Phase(h, d.perShard.Period)
 }
 
 // count validates a request's count: 0 means 1; it must be finite, >= 0 and
@@ -78,7 +78,7 @@ func (d *limitDef) count(n float64, reserve bool) (float64, error) {
 	if !finite(n) || n < 0 {
 		return 0, fmt.Errorf("%w: %v", ErrInvalidCount, n)
 	}
-	most := d.shard.MaxCount(reserve)
+	most := d.perShard.MaxCount(reserve)
 	if d.shards > 1 {
 		most *= 2
 	}
@@ -164,17 +164,17 @@ func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
 func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op, count float64, reserve bool) {
 	m := int32(len(c.Members))
 	h := bucket.HashWith(d.nameHash, key)
-	item := actor.Item{ID: actor.BucketID{Name: d.name, Key: key}, Lim: &d.shard, Phase: d.phaseFor(h)}
-	mem := actor.Member{Op: op, Count: count, Reserve: reserve, B: -1, Ref: d}
+	item := actor.Item{ID: actor.BucketID{Name: d.name, Key: key}, Lim: &d.perShard, Phase: d.phaseFor(h)}
+	mem := actor.Member{Op: op, Count: count, Reserve: reserve, Second: -1, Def: d}
 	if d.shards == 1 {
 		item.Part, item.Hash = l.group.Route(h, 0), actor.TableHash(d.nameHash, key, 0)
-		mem.A = c.AddItem(item, m, false)
+		mem.First = c.AddItem(item, m, false)
 	} else {
 		i, j := twoShards(d.shards)
 		item.ID.Shard, item.Part, item.Hash = uint32(i), l.group.Route(h, uint32(i)), actor.TableHash(d.nameHash, key, uint32(i))
-		mem.A = c.AddItem(item, m, false)
+		mem.First = c.AddItem(item, m, false)
 		item.ID.Shard, item.Part, item.Hash = uint32(j), l.group.Route(h, uint32(j)), actor.TableHash(d.nameHash, key, uint32(j))
-		mem.B = c.AddItem(item, m, true)
+		mem.Second = c.AddItem(item, m, true)
 	}
 	c.Members = append(c.Members, mem)
 }
@@ -185,7 +185,7 @@ func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string) {
 	for s := 0; s < d.shards; s++ {
 		c.AddItem(actor.Item{
 			ID:    actor.BucketID{Name: d.name, Key: key, Shard: uint32(s)},
-			Lim:   &d.shard,
+			Lim:   &d.perShard,
 			Phase: d.phaseFor(h),
 			Part:  l.group.Route(h, uint32(s)),
 			Hash:  actor.TableHash(d.nameHash, key, uint32(s)),
@@ -198,7 +198,7 @@ func nanos(d int64) time.Duration { return time.Duration(d) }
 // status turns a member's outcome into a Status.
 func (d *limitDef) status(m *actor.Member) Status {
 	left := m.Left
-	if m.B >= 0 { // two shards: report their average, scaled to the limit
+	if m.Second >= 0 { // two shards: report their average, scaled to the limit
 		left /= 2
 	}
 	return Status{

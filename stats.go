@@ -13,8 +13,8 @@ type Stats struct {
 	// credits and resets are not counted. Reservations are grants that
 	// must wait (RetryAfter > 0).
 	Grants, Denials, Reservations uint64
-	// Errors counts requests answered with ErrUnavailable.
-	Errors uint64
+	// Unavailable counts requests answered with ErrUnavailable.
+	Unavailable uint64
 	// LiveBuckets is the number of buckets held in memory (not full).
 	LiveBuckets int
 	Partitions  int
@@ -61,7 +61,7 @@ func (l *Limiter) Stats() Stats {
 		Grants:       n.Grants,
 		Denials:      n.Denials,
 		Reservations: n.Reservations,
-		Errors:       l.errors.Load(),
+		Unavailable:       l.errors.Load(),
 		LiveBuckets:  n.Live,
 		Partitions:   l.group.N(),
 		Snapshots:    l.snapshots.Load(),

@@ -92,7 +92,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.decisions, s.Grants, "granted")
 	counter(c.decisions, s.Denials, "denied")
 	counter(c.reservations, s.Reservations)
-	counter(c.errors, s.Errors)
+	counter(c.errors, s.Unavailable)
 	gauge(c.live, float64(s.LiveBuckets))
 	gauge(c.partitions, float64(s.Partitions))
 	counter(c.walCommits, s.WALCommits)

@@ -16,7 +16,7 @@ func benchCall(g *Group, key string) *Call {
 	c.Atomic = true
 	h := bucket.Hash("user", key)
 	i := c.AddItem(Item{ID: BucketID{Name: "user", Key: key}, Hash: TableHash(bucket.NameHash("user"), key, 0), Lim: benchLim, Part: g.Route(h, 0)}, 0, false)
-	c.Members = append(c.Members, Member{Op: OpTake, Count: 1, A: i, B: -1})
+	c.Members = append(c.Members, Member{Op: OpTake, Count: 1, First: i, Second: -1})
 	return c
 }
 

@@ -51,8 +51,8 @@ type Item struct {
 // Member is one decision of a call (64 bytes: one cache line).
 type Member struct {
 	Count   float64
-	Ref     any   // the caller's, untouched here
-	A, B    int32 // item indexes; B < 0 for one bucket
+	Def     any   // the caller's, untouched here
+	First, Second    int32 // item indexes; B < 0 for one bucket
 	Op      Op
 	Reserve bool
 
@@ -155,11 +155,11 @@ func (c *Call) SetItem(i int32, it Item, m int32) {
 // ItemErr returns the first error among the items of member m.
 func (c *Call) ItemErr(m int) error {
 	mem := &c.Members[m]
-	if err := c.Items[mem.A].Err; err != nil {
+	if err := c.Items[mem.First].Err; err != nil {
 		return err
 	}
-	if mem.B >= 0 {
-		return c.Items[mem.B].Err
+	if mem.Second >= 0 {
+		return c.Items[mem.Second].Err
 	}
 	return nil
 }

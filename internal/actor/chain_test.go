@@ -286,7 +286,7 @@ func atomicStress(t *testing.T, parts int, capac float64) {
 				grants.Add(1)
 				for m := range c.Members {
 					mem := &c.Members[m]
-					spent[index[c.Items[mem.A].ID]].Add(int64(mem.Count))
+					spent[index[c.Items[mem.First].ID]].Add(int64(mem.Count))
 				}
 			}
 			c.Release()

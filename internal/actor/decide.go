@@ -5,8 +5,8 @@ import "github.com/seed7fbd42b6/ratelimit/internal/bucket"
 // decideMember decides one member against its items' current states,
 // updating them (and marking them Write) on a grant that writes.
 func decideMember(c *Call, m *Member, now int64) {
-	a := &c.Items[c.Items[m.A].canon]
-	if m.B < 0 {
+	a := &c.Items[c.Items[m.First].canon]
+	if m.Second < 0 {
 		if m.Op == OpCredit {
 			a.State, a.Write = a.Lim.Credit(a.State, now, m.Count), true
 			m.OK, m.RetryAfter = true, 0
@@ -24,7 +24,7 @@ func decideMember(c *Call, m *Member, now int64) {
 		m.Left, m.UntilFull = left.Value, a.Lim.UntilFull(left, now)
 		return
 	}
-	b := &c.Items[c.Items[m.B].canon]
+	b := &c.Items[c.Items[m.Second].canon]
 	pr := a.Lim.TakeTwo(a.State, b.State, now, m.Count, m.Reserve)
 	m.OK, m.RetryAfter = pr.OK, pr.RetryAfter
 	la, lb := a.Lim.Project(pr.A, now), a.Lim.Project(pr.B, now)

@@ -158,7 +158,7 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 		if c.FirstErr() == nil {
 			decideAll(c, g.clock())
 		}
-	case len(c.Members) == 1 && c.Members[0].Op == OpTake && c.Members[0].B >= 0:
+	case len(c.Members) == 1 && c.Members[0].Op == OpTake && c.Members[0].Second >= 0:
 		g.twoChoices(c)
 	default:
 		if err := ctx.Err(); err != nil {
@@ -294,9 +294,9 @@ func (g *Group) group(c *Call) {
 		switch {
 		case it.member < 0: // a plain item (reads, resets)
 		case it.second:
-			c.Members[it.member].B = int32(i)
+			c.Members[it.member].Second = int32(i)
 		default:
-			c.Members[it.member].A = int32(i)
+			c.Members[it.member].First = int32(i)
 		}
 		if n := len(c.ranges); n == 0 || c.ranges[n-1].part != it.Part {
 			c.ranges = append(c.ranges, span{part: it.Part, lo: int32(i), hi: int32(i)})

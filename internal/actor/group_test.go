@@ -238,7 +238,7 @@ func oneCall(op Op, count float64, it Item) *Call {
 	c := NewCall()
 	c.Atomic = true
 	i := c.AddItem(it, 0, false)
-	c.Members = append(c.Members, Member{Op: op, Count: count, A: i, B: -1})
+	c.Members = append(c.Members, Member{Op: op, Count: count, First: i, Second: -1})
 	return c
 }
 

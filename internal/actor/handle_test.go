@@ -22,7 +22,7 @@ func TestBatchRecordsCoalescePerBucket(t *testing.T) {
 	for _, it := range []Item{a, b, a, a, b, a, a} {
 		m := int32(len(c.Members))
 		i := c.AddItem(it, m, false)
-		c.Members = append(c.Members, Member{Op: OpTake, Count: 1, A: i, B: -1})
+		c.Members = append(c.Members, Member{Op: OpTake, Count: 1, First: i, Second: -1})
 	}
 	decide(t, g, c)
 	for i := range c.Members {
@@ -63,7 +63,7 @@ func TestBatchRecordsSlotCollisions(t *testing.T) {
 		for _, it := range items {
 			m := int32(len(c.Members))
 			i := c.AddItem(it, m, false)
-			c.Members = append(c.Members, Member{Op: OpTake, Count: 1, A: i, B: -1})
+			c.Members = append(c.Members, Member{Op: OpTake, Count: 1, First: i, Second: -1})
 		}
 		decide(t, g, c)
 		c.Release()

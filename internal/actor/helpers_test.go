@@ -152,7 +152,7 @@ func takeCall(count float64, items ...Item) *Call {
 	for _, it := range items {
 		m := int32(len(c.Members))
 		i := c.AddItem(it, m, false)
-		c.Members = append(c.Members, Member{Op: OpTake, Count: count, A: i, B: -1})
+		c.Members = append(c.Members, Member{Op: OpTake, Count: count, First: i, Second: -1})
 	}
 	return c
 }
@@ -163,7 +163,7 @@ func twoCall(count float64, reserve bool, a, b Item) *Call {
 	c.Atomic = true
 	ia := c.AddItem(a, 0, false)
 	ib := c.AddItem(b, 0, true)
-	c.Members = append(c.Members, Member{Op: OpTake, Count: count, Reserve: reserve, A: ia, B: ib})
+	c.Members = append(c.Members, Member{Op: OpTake, Count: count, Reserve: reserve, First: ia, Second: ib})
 	return c
 }
 
@@ -395,7 +395,7 @@ func ackGranted(c *Call, index map[BucketID]int, acked []atomic.Int64) {
 		}
 	}
 	for m := range c.Members {
-		acked[index[c.Items[c.Members[m].A].ID]].Add(int64(c.Members[m].Count))
+		acked[index[c.Items[c.Members[m].First].ID]].Add(int64(c.Members[m].Count))
 	}
 }
 

@@ -27,7 +27,7 @@ func manyCall(counts []float64, items ...Item) *Call {
 	for i, it := range items {
 		m := int32(len(c.Members))
 		a := c.AddItem(it, m, false)
-		c.Members = append(c.Members, Member{Op: OpTake, Count: counts[i], A: a, B: -1})
+		c.Members = append(c.Members, Member{Op: OpTake, Count: counts[i], First: a, Second: -1})
 	}
 	return c
 }

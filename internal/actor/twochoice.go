@@ -22,7 +22,7 @@ func (g *Group) twoChoices(c *Call) {
 	m := &c.Members[0]
 	now := g.clock()
 	decideMember(c, m, now)
-	a, b := &c.Items[m.A], &c.Items[m.B]
+	a, b := &c.Items[m.First], &c.Items[m.Second]
 	switch {
 	case !m.OK:
 		g.mu.Lock()
@@ -40,7 +40,7 @@ func (g *Group) twoChoices(c *Call) {
 		defer one.Release()
 		one.Atomic = true
 		i := one.AddItem(*chosen, 0, false)
-		one.Members = append(one.Members, Member{Op: OpTake, Count: m.Count, Reserve: m.Reserve, A: i, B: -1})
+		one.Members = append(one.Members, Member{Op: OpTake, Count: m.Count, Reserve: m.Reserve, First: i, Second: -1})
 		one.uncounted = true // counted here, once, whichever way it ends
 		one.begin(1)
 		if !g.parts[chosen.Part].send(msg{call: one, kind: kindDecide, hi: 1}) {
