@@ -6,18 +6,10 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
 
-// Defaults of the durable and background knobs in Options.
-const (
-	DefaultLockTimeout      = time.Second
-	DefaultSnapshotBytes    = 64 << 20
-	DefaultSnapshotInterval = 10 * time.Minute
-	DefaultSweepInterval    = time.Minute
-)
-
 // sweep drops full buckets from every partition, all of them.
 func (l *Limiter) sweep() int {
 	now, dropped := l.now(), 0
-	for i := 0; i < l.group.N(); i++ {
+	for i := 0; i < l.group.Partitions(); i++ {
 		l.group.Run(i, func(p *actor.Partition) { dropped += p.Sweep(now, nil) })
 	}
 	return dropped
@@ -33,7 +25,7 @@ const sweepSlice = 16 << 10
 // interleave with it.
 func (l *Limiter) sweepGently() (dropped int) {
 	now := l.now()
-	for i := 0; i < l.group.N(); i++ {
+	for i := 0; i < l.group.Partitions(); i++ {
 		steps := -1 // planned by the first step
 		for step := 0; steps < 0 || step < steps; step++ {
 			ok := l.group.Run(i, func(p *actor.Partition) {
@@ -53,12 +45,9 @@ func (l *Limiter) sweepGently() (dropped int) {
 
 // startBackground runs sweeps and snapshot triggers on wall-clock tickers.
 func (l *Limiter) startBackground() {
-	sweepEvery := pick(l.opts.SweepInterval, DefaultSweepInterval)
-	snapEvery := pick(l.opts.SnapshotInterval, DefaultSnapshotInterval)
-	snapBytes := l.opts.SnapshotBytes
-	if snapBytes == 0 {
-		snapBytes = DefaultSnapshotBytes
-	}
+	sweepEvery := orDefault(l.opts.SweepInterval, DefaultSweepInterval)
+	snapEvery := orDefault(l.opts.SnapshotInterval, DefaultSnapshotInterval)
+	snapBytes := orDefault(l.opts.SnapshotBytes, DefaultSnapshotBytes)
 	l.bgDone.Add(1)
 	go func() {
 		defer l.bgDone.Done()
@@ -87,18 +76,10 @@ func (l *Limiter) startBackground() {
 // has passed since the last snapshot (or Open). A log tail recovered at
 // Open counts (see recover). everyBytes or every <= 0 disables its trigger.
 func (l *Limiter) snapshotDue(now time.Time, everyBytes int64, every time.Duration) bool {
-	if l.log == nil || l.log.Err() != nil {
+	if l.wal == nil || l.wal.Err() != nil {
 		return false
 	}
-	uncovered := l.log.Written() - l.snapBytes.Load()
+	uncovered := l.wal.Written() - l.snapBytes.Load()
 	return everyBytes > 0 && uncovered >= everyBytes ||
 		every > 0 && uncovered > 0 && now.Sub(time.Unix(0, l.lastSnap.Load())) >= every
-}
-
-// pick returns d, or def when d is 0; negative stays negative (disabled).
-func pick(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }

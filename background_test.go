@@ -45,13 +45,13 @@ func TestRecoveredTailCountsTowardSnapshot(t *testing.T) {
 	for i := range 5 {
 		limit(t, l, Request{Name: "tb", Key: strconv.Itoa(i), Count: 1})
 	}
-	written := l.log.Written()
+	written := l.wal.Written()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	l = open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now})
-	if got := l.log.Replayed(); got != written {
+	if got := l.wal.Replayed(); got != written {
 		t.Fatalf("replayed %d bytes of log, the last process wrote %d", got, written)
 	}
 	later := time.Now().Add(time.Hour)

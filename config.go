@@ -2,11 +2,8 @@ package ratelimit
 
 import (
 	"fmt"
-	"log/slog"
 	"math"
 	"time"
-
-	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // Kind is a limit's algorithm.
@@ -35,107 +32,44 @@ func (k Kind) String() string {
 // MaxShards is the largest Config.Shards accepted.
 const MaxShards = 1 << 16
 
-// MaxKeyLen is the longest key (and limit name), in bytes, that a request
-// may carry: the write-ahead log's bound on a record field.
-const MaxKeyLen = wal.MaxFieldLen
-
-// MaxPartitions is the largest Options.Partitions accepted.
-const MaxPartitions = 1 << 12
-
-// partitionsPerProc is the default number of partitions per processor
-// (measured with go run ./bench -partitions N, keys scenario at 256
-// callers on 2 processors: 2 partitions 0.32x the striped map, 16 0.56x,
-// 64 0.64x; more partitions cut LimitMany, whose requests split into one
-// message per partition).
-const partitionsPerProc = 8
+// MaxKeyLen is the longest key, and the longest limit name, in bytes, that
+// a request may carry: 1 MiB.
+const MaxKeyLen = 1 << 20
 
 // Config describes one limit. The zero value is invalid: Kind, Rate and
-// Period must be set.
+// Period must be set. Open (or the first request carrying it inline)
+// rejects a Config that breaks a rule below with ErrInvalidConfig.
 type Config struct {
 	Kind   Kind
 	Rate   float64       // tokens added per Period; > 0, finite
 	Period time.Duration // > 0
 	// Capacity is the most tokens a bucket holds (the burst); 0 means Rate.
-	// Finite, >= 0.
+	// Finite, >= 0. Counts may be fractional, so a capacity below 1 is
+	// valid, but then no request of one token is ever granted.
 	Capacity float64
 	// MaxReserved is the most debt a reservation (Request.Reserve) may
 	// leave; 0 means unlimited. Finite, >= 0.
 	MaxReserved float64
 	// Shards splits the limit into that many buckets per key, each with
 	// Rate, Capacity and MaxReserved divided evenly; 0 or 1 means one
-	// bucket. At most MaxShards. Shards sit in pairs, one pair per
-	// partition, and a request takes from the better of a random pair:
-	// prefer an even count, since the last shard of an odd one has no
-	// mate and its requests cross two partitions (BenchmarkLimitHot: 5
-	// shards cost ~2x 4 shards a decision on average, though only a fifth
-	// of requests start at the lone shard).
+	// bucket. At most MaxShards.
+	//
+	// Shard a limit only when one key is hot enough for its partition to
+	// be the bottleneck (a global limit that every request takes from).
+	// A request takes from the better of two shards, or splits across
+	// both, so one request can never take more than two shards' worth:
+	// Count must fit 2*Capacity/Shards. Remaining and ResetAfter of a
+	// sharded limit are estimates (see Status). Prefer an even count:
+	// shards sit in pairs on one partition, and the last shard of an odd
+	// count has no mate, so its requests cross two partitions.
 	Shards int
-	// Start is, for FixedWindow only, a time at which a window begins. Zero
-	// derives the phase from a hash of (name, key): deterministic across
-	// resets and restarts, and spread over keys. Must be zero for
-	// TokenBucket, and otherwise within the years 1678 to 2261 (Unix
-	// nanoseconds in an int64).
+	// Start is, for FixedWindow only, a time at which a window begins
+	// (time.Unix(0, 0) aligns windows to the Unix epoch). Zero derives the
+	// phase from a hash of (name, key): deterministic across resets and
+	// restarts, and spread over keys, so that windows do not all reset at
+	// once. Must be zero for TokenBucket, and otherwise within the years
+	// 1678 to 2261 (Unix nanoseconds in an int64).
 	Start time.Time
-}
-
-// Options configure a Limiter. Zero values mean the documented defaults.
-type Options struct {
-	// Path is the bbolt file that holds durable state. "" keeps state in
-	// memory only: nothing survives Close.
-	Path string
-	// Limits are the named limits. A Request may instead carry its config
-	// inline.
-	Limits map[string]Config
-	// Now is the clock; nil means time.Now. It is called concurrently
-	// (from every partition and from callers), so it must be safe for
-	// concurrent use.
-	Now func() time.Time
-	// Partitions is the number of actor partitions (goroutines owning
-	// buckets); 0 means 8 x GOMAXPROCS. A caller that finds its partition
-	// idle decides on its own goroutine, so idle partitions cost nothing
-	// and more of them make two callers meeting on one (and one of them
-	// parking) rarer. A sharded limit's shards sit in pairs, one pair per
-	// partition, on min(Partitions, Shards/2) partitions (see the actor
-	// package).
-	Partitions int
-	// LockTimeout bounds how long Open waits for another process's lock on
-	// Path; 0 means 1 s, < 0 tries once without waiting.
-	LockTimeout time.Duration
-	// SnapshotBytes triggers a snapshot once the log holds this many bytes
-	// that no snapshot covers (the log tail recovered at Open included);
-	// 0 means 64 MiB, < 0 disables the trigger.
-	SnapshotBytes int64
-	// SnapshotInterval triggers a snapshot when this much time passed since
-	// the last one (or Open) and the log holds records no snapshot covers
-	// (a tail recovered at Open included); 0 means 10 min, < 0 disables
-	// the trigger.
-	SnapshotInterval time.Duration
-	// LogPreallocate is how far past its used pages Open extends Path with
-	// written zeros, so that log commits that grow the file write into
-	// space the file system has already allocated: their fdatasync then
-	// has no allocation to journal (a 1,000-record commit took 1.14-1.17
-	// ms instead of 1.29-1.65 ms on our test VM, ext4: go test -bench
-	// CommitBatch ./wal). 0 means 64 MiB (wal.DefaultPreallocate: the
-	// log bytes SnapshotBytes lets grow, by default, before a snapshot
-	// frees log pages for reuse); < 0 writes nothing. At most
-	// wal.MaxPreallocate (16 GiB). The file takes that much disk space at
-	// once, like etcd's preallocated WAL segments.
-	LogPreallocate int64
-	// SweepInterval is how often partitions drop buckets that have refilled
-	// to full (a full bucket equals an absent one); 0 means 1 min, < 0
-	// disables sweeping (snapshots still skip and drop full buckets). The
-	// background triggers (sweeps, snapshots) are checked once a second, so
-	// shorter intervals act as 1 s. A sweep examines a partition's buckets
-	// in slices of 16Ki, one message each, so requests interleave with it.
-	SweepInterval time.Duration
-	// Logger receives errors and recovery events; nil discards them.
-	Logger *slog.Logger
-
-	// beforeCommit is a fault-injection hook for tests (wal.Options).
-	beforeCommit func(seq uint64) error
-	// queueOnly makes every message queue for the partitions' goroutines
-	// (actor.Group.QueueOnly), for tests.
-	queueOnly bool
 }
 
 // validate reports the first rule c breaks, wrapped in ErrInvalidConfig.

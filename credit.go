@@ -3,22 +3,21 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"slices"
-	"time"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
 
 // Credit gives count tokens back to (name, key): a reserved job that was
 // cancelled, an LLM call that used fewer tokens than estimated. The bucket
-// is capped at its capacity. For a sharded limit the emptiest shards are
-// filled first. Like a grant, a credit is durable before Credit returns.
-// ctx is only checked before the credit is sent: once sent, Credit waits
-// for its outcome, so an error always means nothing was credited (unless
-// the log failed part way through a sharded credit spread over
-// partitions) and the caller may retry.
+// is capped at its capacity. For a sharded limit the credit is spread so
+// that the emptiest shards are filled first (as they stood when Credit
+// read them: a request racing with it may make another shard emptier).
+// Like a grant, a credit is durable before Credit returns. ctx is only
+// checked before the credit is sent: once sent, Credit waits for its
+// outcome, so an error means nothing was credited (unless the log failed
+// part way through a sharded credit spread over partitions) and the
+// caller may retry.
 func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) error {
 	if err := l.usable(ctx); err != nil {
 		return err
@@ -37,92 +36,88 @@ func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) e
 		return nil
 	}
 	c := actor.NewCall()
-	c.Atomic = true
+	defer c.Release()
 	if d.shards == 1 {
 		l.addMember(c, d, key, actor.OpCredit, count, false)
-	} else {
-		l.addShards(c, d, key)
-		c.DecideFn = func(c *actor.Call, now int64) bool { fillEmptiest(c, now, count); return true }
+	} else if err := l.spreadCredit(c, d, key, count); err != nil {
+		return err
 	}
 	// Once sent, a credit is waited for even if ctx ends (Decide gets a
 	// context that cannot end): a credit is not idempotent, so a caller
 	// told it failed must be able to retry it without giving the tokens
 	// back twice.
-	abandoned, err := l.group.Decide(context.Background(), c)
-	if err != nil {
-		if !abandoned {
-			c.Release()
-		}
-		return err
+	if _, err := l.store.Decide(context.Background(), c); err != nil {
+		return err // cannot happen: the context never ends
 	}
-	defer c.Release()
 	return l.itemErr(c.FirstErr())
 }
 
-// fillEmptiest spreads count over the items (the shards of one key) by
-// water-filling: it raises the emptiest shards to a common level, each
-// capped at capacity, so the credit goes where tokens are lowest.
-func fillEmptiest(c *actor.Call, now int64, count float64) {
-	type shard struct {
-		i int
-		v float64
+// spreadCredit adds to c one credit member per shard of (d, key) that
+// water-filling gives tokens to: it reads every shard, then raises the
+// emptiest to a common level, each capped at its capacity, using count
+// tokens in all. Each member is a capped credit of its own shard, so a
+// request that changed a shard since it was read is never undone.
+func (l *Limiter) spreadCredit(c *actor.Call, d *limitDef, key string, count float64) error {
+	read := actor.NewCall()
+	defer read.Release()
+	l.addShards(read, d, key)
+	l.store.Peek(read)
+	if err := l.itemErr(read.FirstErr()); err != nil {
+		return err
 	}
-	lim := c.Items[0].Lim
-	ss := make([]shard, len(c.Items))
-	for i := range c.Items {
-		ss[i] = shard{i, lim.Project(c.Items[i].State, now).Value}
+	values := make([]float64, len(read.Items))
+	for i := range read.Items {
+		values[i] = d.perShard.Project(read.Items[i].State, read.Now).Value
 	}
-	slices.SortFunc(ss, func(a, b shard) int {
+	h := hashKey(d, key)
+	for i, amount := range fillEmptiest(values, d.perShard.Capacity, count) {
+		if amount > 0 {
+			m := int32(len(c.Members))
+			item := l.item(d, key, h, read.Items[i].ID.Shard)
+			c.Members = append(c.Members, actor.Member{Op: actor.OpCredit, Count: amount, Second: -1, Def: d,
+				First: c.AddItem(item, m, false)})
+		}
+	}
+	return nil
+}
+
+// fillEmptiest returns how much of count each of the shards whose values
+// are given receives by water-filling: the emptiest rise to a common
+// level L, none above capacity, using exactly count tokens (or as many as
+// fit below capacity).
+func fillEmptiest(values []float64, capacity, count float64) []float64 {
+	order := make([]int, len(values))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
 		switch {
-		case a.v < b.v:
+		case values[a] < values[b]:
 			return -1
-		case a.v > b.v:
+		case values[a] > values[b]:
 			return 1
 		}
 		return 0
 	})
-	// Find the level L: the k emptiest shards rise to L (at most the next
+	// Find the level L: the k emptiest values rise to L (at most the next
 	// one's value), using exactly count tokens; L never exceeds capacity.
-	level, sum := lim.Capacity, 0.0
-	for k := 1; k <= len(ss); k++ {
-		sum += ss[k-1].v // the k emptiest values
-		next := lim.Capacity
-		if k < len(ss) {
-			next = min(ss[k].v, lim.Capacity)
+	level, sum := capacity, 0.0
+	for k := 1; k <= len(order); k++ {
+		sum += values[order[k-1]]
+		next := capacity
+		if k < len(order) {
+			next = min(values[order[k]], capacity)
 		}
 		if float64(k)*next-sum >= count {
 			level = (count + sum) / float64(k)
 			break
 		}
 	}
-	for _, s := range ss {
-		if s.v < level {
-			it := &c.Items[s.i]
-			it.State = lim.Credit(it.State, now, level-s.v)
-			it.Write = true
+	amounts := make([]float64, len(values))
+	for i, v := range values {
+		if v < level {
+			amounts[i] = level - v
 		}
 	}
-}
-
-// Config returns the named limit's config with defaults applied.
-func (l *Limiter) Config(name string) (Config, bool) {
-	d, err := l.resolve(name, nil)
-	if err != nil {
-		return Config{}, false
-	}
-	return d.cfg, true
-}
-
-// Jitter returns d plus a uniformly random extra in [0, spread): schedule
-// work at Jitter(st.RetryAfter, spread) instead of all at st.RetryAfter, so
-// the callers a limit turned away do not all come back at once.
-func Jitter(d, spread time.Duration) time.Duration {
-	if spread <= 0 {
-		return d
-	}
-	extra := time.Duration(rand.Int64N(int64(spread)))
-	if d > math.MaxInt64-extra { // saturate rather than wrap negative
-		return math.MaxInt64
-	}
-	return d + extra
+	return amounts
 }

@@ -10,9 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/seed7fbd42b6/ratelimit/internal/actor"
-	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // Credit gives tokens back, capped at capacity, reservations' debt
@@ -100,7 +97,6 @@ func TestCreditShardedFillsEmptiest(t *testing.T) {
 // fillEmptiest water-fills shards of unequal values: the emptiest rise
 // together, none above capacity, debt included.
 func TestFillEmptiestUnequal(t *testing.T) {
-	lim := &bucket.Limit{Kind: bucket.TokenBucket, Rate: 10, Period: int64(time.Hour), Capacity: 10}
 	for _, c := range []struct {
 		vals   []float64
 		credit float64
@@ -112,17 +108,12 @@ func TestFillEmptiestUnequal(t *testing.T) {
 		{[]float64{9, 9}, 100, []float64{10, 10}},
 		{[]float64{-4, 3}, 3, []float64{-1, 3}},
 	} {
-		call := actor.NewCall()
-		for _, v := range c.vals {
-			call.AddItem(actor.Item{Lim: lim, State: bucket.State{Value: v, TS: 0}}, -1, false)
-		}
-		fillEmptiest(call, 0, c.credit)
+		amounts := fillEmptiest(c.vals, 10, c.credit)
 		for i := range c.vals {
-			if got := call.Items[i].State.Value; got != c.want[i] {
+			if got := c.vals[i] + amounts[i]; got != c.want[i] {
 				t.Errorf("%v + %v: shard %d = %v, want %v", c.vals, c.credit, i, got, c.want[i])
 			}
 		}
-		call.Release()
 	}
 }
 

@@ -12,6 +12,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// The root package's bounds and defaults are the log's.
+const (
+	_ = uint64(MaxKeyLen-wal.MaxFieldLen) + uint64(wal.MaxFieldLen-MaxKeyLen)
+	_ = uint64(DefaultLogPreallocate-wal.DefaultPreallocate) + uint64(wal.DefaultPreallocate-DefaultLogPreallocate)
+	_ = uint64(MaxLogPreallocate-wal.MaxPreallocate) + uint64(wal.MaxPreallocate-MaxLogPreallocate)
+)
+
 func (l *Limiter) openLog() (*wal.Log, error) {
 	timeout := l.opts.LockTimeout
 	if timeout == 0 {
@@ -40,7 +47,7 @@ func (l *Limiter) recover() error {
 		n++
 		h := bucket.Hash(r.Name, r.Key)
 		var lim *bucket.Limit
-		if d, ok := l.limits[r.Name]; ok && int(r.Shard) < d.shards {
+		if d, ok := l.named(r.Name); ok && int(r.Shard) < d.shards {
 			lim = &d.perShard
 		}
 		l.group.Restore(actor.BucketID{Name: r.Name, Key: r.Key, Shard: r.Shard},
@@ -48,17 +55,17 @@ func (l *Limiter) recover() error {
 		return nil
 	}
 	start := time.Now()
-	pos, err := snapshot.Load(l.log.DB(), apply)
+	pos, err := snapshot.Load(l.wal.DB(), apply)
 	if err != nil {
 		return fmt.Errorf("%w: loading snapshot: %w", ErrUnavailable, err)
 	}
 	fromSnap := n
-	if err := l.log.Replay(pos, apply); err != nil {
+	if err := l.wal.Replay(pos, apply); err != nil {
 		return fmt.Errorf("%w: replaying log: %w", ErrUnavailable, err)
 	}
 	// The recovered tail counts toward the next snapshot's triggers as if
 	// this process had written it: it is log no snapshot covers yet.
-	l.snapBytes.Store(-l.log.Replayed())
+	l.snapBytes.Store(-l.wal.Replayed())
 	l.logger.Info("ratelimit: recovered", "path", l.opts.Path, "snapshot_pos", pos,
 		"snapshot_records", fromSnap, "log_records", n-fromSnap, "took", time.Since(start))
 	return nil
@@ -73,14 +80,17 @@ func (l *Limiter) recover() error {
 func (l *Limiter) Snapshot() error {
 	l.snapMu.Lock()
 	defer l.snapMu.Unlock()
-	if l.closed.Load() || l.group == nil {
+	if l.closed.Load() || l.store == nil {
 		return ErrClosed
 	}
-	if l.log == nil {
+	if l.group == nil {
+		return nil // a shared store keeps its own state
+	}
+	if l.wal == nil {
 		l.sweep()
 		return nil
 	}
-	if err := l.log.Err(); err != nil {
+	if err := l.wal.Err(); err != nil {
 		return fmt.Errorf("%w: snapshot: the log failed: %w", ErrUnavailable, err)
 	}
 	// The fuzzy-snapshot rule: note the log position first, then copy the
@@ -89,8 +99,8 @@ func (l *Limiter) Snapshot() error {
 	// has appended them); the barrier below waits for them, and if any
 	// failed, the copy is not written: it would make durable a credit or
 	// reset whose caller was told it failed.
-	pos, written := l.log.Position(), l.log.Written()
-	parts := make([][]wal.Record, l.group.N())
+	pos, written := l.wal.Position(), l.wal.Written()
+	parts := make([][]wal.Record, l.group.Partitions())
 	now := l.now()
 	for i := range parts {
 		if !l.group.Run(i, func(p *actor.Partition) {
@@ -106,7 +116,7 @@ func (l *Limiter) Snapshot() error {
 	if err := l.logBarrier(); err != nil {
 		return fmt.Errorf("%w: snapshot: the log failed: %w", ErrUnavailable, err)
 	}
-	err := snapshot.Write(l.log.DB(), pos, func(emit func(wal.Record) error) error {
+	err := snapshot.Write(l.wal.DB(), pos, func(emit func(wal.Record) error) error {
 		for _, recs := range parts {
 			for _, r := range recs {
 				if err := emit(r); err != nil {
@@ -115,7 +125,7 @@ func (l *Limiter) Snapshot() error {
 			}
 		}
 		return nil
-	}, func(tx *bolt.Tx) error { return l.log.TruncateTx(tx, pos) })
+	}, func(tx *bolt.Tx) error { return l.wal.TruncateTx(tx, pos) })
 	if err != nil {
 		l.logger.Error("ratelimit: snapshot failed", "err", err)
 		return fmt.Errorf("%w: snapshot: %w", ErrUnavailable, err)
@@ -136,6 +146,6 @@ func (b barrier) Committed(err error) { b <- err }
 // durable, and returns the log's sticky error if one failed.
 func (l *Limiter) logBarrier() error {
 	b := make(barrier, 1)
-	l.log.Append(nil, b)
+	l.wal.Append(nil, b)
 	return <-b
 }

@@ -1,6 +1,10 @@
 package ratelimit
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
+)
 
 // Sentinel errors. Every error returned by this package wraps one of these,
 // so callers test with errors.Is, except a context's error
@@ -21,19 +25,34 @@ var (
 	ErrInvalidKey = errors.New("ratelimit: invalid key")
 	// ErrInvalidOptions: Options other than the limits are invalid.
 	ErrInvalidOptions = errors.New("ratelimit: invalid options")
+	// ErrTooManyKeys: the request needs a new bucket while the limiter
+	// holds Options.MaxBuckets; nothing was taken. Requests on keys it
+	// holds are not affected.
+	ErrTooManyKeys = errors.New("ratelimit: too many keys")
 	// ErrClosed: the Limiter has been closed.
 	ErrClosed = errors.New("ratelimit: limiter closed")
 	// ErrUnavailable: durable state could not be used. From a request: the
-	// write-ahead log could not be written, the grant was not acknowledged,
-	// and the limiter fails closed, refusing every further grant until it is
-	// reopened. The tokens of that unacknowledged grant may still count
-	// (until reopening, and after it if its record reached the disk): an
-	// error in the safe direction. From Open, Snapshot or Close: the file could not be opened
-	// (locked by another process, corrupt, foreign, newer format) or
-	// written; the wrapped error says which (errors.Is with wal.ErrLocked,
-	// wal.ErrCorrupt, wal.ErrVersion).
+	// grant could not be made durable, it was not acknowledged, and the
+	// limiter fails closed, refusing every further grant until it is
+	// reopened (its tokens may still count: an error in the safe
+	// direction). From Open, Snapshot, Backup or Close: the file could
+	// not be opened, read or written; the error also wraps ErrLocked,
+	// ErrCorrupt or ErrVersion when one of those is the reason.
 	ErrUnavailable = errors.New("ratelimit: persistence unavailable")
 	// ErrRateLimited is matched (errors.Is) by the error Status.Err returns
 	// for a denial.
 	ErrRateLimited = errors.New("ratelimit: rate limited")
+)
+
+// Reasons a file cannot be opened, wrapped together with ErrUnavailable.
+var (
+	// ErrLocked: another Limiter (in this or another process) holds the
+	// file, and Options.LockTimeout passed before it let go.
+	ErrLocked = wal.ErrLocked
+	// ErrCorrupt: the file is damaged, truncated, or not a limiter's file.
+	// Open never starts on such a file, not even partly; Salvage recovers
+	// what can be read into a new file.
+	ErrCorrupt = wal.ErrCorrupt
+	// ErrVersion: the file was written by a newer version of this package.
+	ErrVersion = wal.ErrVersion
 )

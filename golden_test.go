@@ -77,9 +77,9 @@ func TestGoldenFile(t *testing.T) {
 	}
 	// The file holds both parts of recovery: a snapshot and a log after it.
 	n := 0
-	pos, err := snapshot.Load(l.log.DB(), func(wal.Record) error { n++; return nil })
+	pos, err := snapshot.Load(l.wal.DB(), func(wal.Record) error { n++; return nil })
 	tail := 0
-	l.log.Replay(pos, func(wal.Record) error { tail++; return nil })
+	l.wal.Replay(pos, func(wal.Record) error { tail++; return nil })
 	if err != nil || pos == 0 || n != 6 || tail != 3 {
 		t.Errorf("snapshot at %d with %d records (%v), %d records after it; want 6 and 3", pos, n, err, tail)
 	}

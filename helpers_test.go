@@ -334,8 +334,21 @@ func shardValues(t testing.TB, l *Limiter, name, key string) []float64 {
 // liveBuckets counts the buckets the partitions hold.
 func liveBuckets(l *Limiter) int {
 	total := 0
-	for i := 0; i < l.group.N(); i++ {
+	for i := 0; i < l.group.Partitions(); i++ {
 		l.group.Run(i, func(p *actor.Partition) { total += p.Len() })
 	}
 	return total
 }
+
+// grant is limit that also fails t unless r is granted.
+func grant(t testing.TB, l *Limiter, r Request) Status {
+	t.Helper()
+	st := limit(t, l, r)
+	if !st.OK {
+		t.Fatalf("Limit(%s) = %+v, want a grant", reqString(r), st)
+	}
+	return st
+}
+
+// tokenBucket is a token bucket of rate tokens a minute and the capacity.
+func tokenBucket(rate, capacity float64) Config { return withCap(tb(rate, time.Minute), capacity) }

@@ -755,10 +755,11 @@ func TestRecoveryReopenAfterPartialPreallocationAndGarbageTail(t *testing.T) {
 }
 
 // A crash in the middle of a bbolt commit: the data pages of the last
-// transaction are written but its meta page is not (or is torn). Open falls
-// back to the previous meta; the last batch is entirely absent (its callers
-// were never acknowledged), everything before it is present, and the log
-// goes on from there.
+// transaction are written but its meta page is not. Open falls back to the
+// previous meta; the last batch is entirely absent (its callers were never
+// acknowledged), everything before it is present, and the log goes on from
+// there. A torn meta page is damage: Open refuses it and Salvage recovers
+// the same state.
 func TestRecoveryTornLastCommitFallsBackWhole(t *testing.T) {
 	for _, torn := range []bool{false, true} {
 		t.Run("tornMeta="+strconv.FormatBool(torn), func(t *testing.T) {
@@ -821,6 +822,20 @@ func TestRecoveryTornLastCommitFallsBackWhole(t *testing.T) {
 			}
 			if err := os.WriteFile(path, f3, 0o600); err != nil {
 				t.Fatal(err)
+			}
+			if torn {
+				// A damaged meta page cannot be told from one damaged after
+				// its commit was acknowledged: Open refuses, and Salvage
+				// reads the previous transaction, reporting the loss.
+				if _, err := Open(opts); !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("Open with a torn meta page = %v, want ErrCorrupt", err)
+				}
+				salvaged := path + ".salvaged"
+				rep, err := Salvage(path, salvaged)
+				if err != nil || len(rep.Problems) == 0 {
+					t.Fatalf("Salvage = %+v, %v; want the torn meta page reported", rep, err)
+				}
+				opts.Path = salvaged
 			}
 			l = open(t, opts)
 			if v := value(t, l, "big", "a").Value; v != 1e9-11 {

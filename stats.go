@@ -15,6 +15,9 @@ type Stats struct {
 	Grants, Denials, Reservations uint64
 	// Unavailable counts requests answered with ErrUnavailable.
 	Unavailable uint64
+	// TooManyKeys counts requests refused with ErrTooManyKeys: they
+	// needed a new bucket while the limiter held Options.MaxBuckets.
+	TooManyKeys uint64
 	// LiveBuckets is the number of buckets held in memory (not full).
 	LiveBuckets int
 	Partitions  int
@@ -31,11 +34,14 @@ type Stats struct {
 	SnapshotAge time.Duration
 }
 
+// HistogramBuckets is the number of buckets of a Histogram.
+const HistogramBuckets = 64
+
 // Histogram counts values in power-of-two buckets: Counts[0] holds 0 and
 // Counts[i] holds values in [2^(i-1), 2^i); the last also holds anything
-// larger.
+// larger. The zero value is an empty histogram.
 type Histogram struct {
-	Counts [wal.HistogramBuckets]uint64
+	Counts [HistogramBuckets]uint64
 }
 
 // Quantile returns an upper bound of the q-quantile (0 <= q <= 1).
@@ -53,22 +59,23 @@ func (h Histogram) Count() uint64 {
 // Stats reads the counters. It visits every partition, so it costs a round
 // trip to each: call it every few seconds, not per request.
 func (l *Limiter) Stats() Stats {
-	if l.group == nil {
+	if l.store == nil {
 		return Stats{}
 	}
-	n := l.group.Counts()
+	n := l.store.Counts()
 	s := Stats{
 		Grants:       n.Grants,
 		Denials:      n.Denials,
 		Reservations: n.Reservations,
-		Unavailable:       l.errors.Load(),
+		Unavailable:  l.unavailable.Load(),
+		TooManyKeys:  n.Refused,
 		LiveBuckets:  n.Live,
-		Partitions:   l.group.N(),
+		Partitions:   l.store.Partitions(),
 		Snapshots:    l.snapshots.Load(),
 		SnapshotAge:  time.Since(time.Unix(0, l.lastSnap.Load())),
 	}
-	if l.log != nil {
-		w := l.log.Stats()
+	if l.wal != nil {
+		w := l.wal.Stats()
 		s.WALCommits, s.WALRecords, s.WALBytes, s.WALFailedCommits = w.Commits, w.Records, w.Bytes, w.FailedCommits
 		s.WALBatchRecords.Counts = w.BatchRecords
 		s.WALCommitNanos.Counts = w.CommitNanos

@@ -3,24 +3,9 @@ package ratelimit
 import (
 	"fmt"
 	"time"
-)
 
-// Request asks a limit for tokens.
-type Request struct {
-	Name string
-	// Key selects the bucket within the limit; "" is the limit's one
-	// shared (global) bucket. Any bytes.
-	Key string
-	// Count is the number of tokens; 0 means 1. Negative, NaN, infinite, or
-	// more than the limit can ever grant at once: ErrInvalidCount.
-	Count float64
-	// Reserve grants even when tokens are short, leaving debt (at most
-	// Config.MaxReserved); Status.RetryAfter then says when to run the work.
-	Reserve bool
-	// Config, if set, is the limit's config inline; it wins over
-	// Options.Limits. It is validated once per distinct config and cached.
-	Config *Config
-}
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+)
 
 // Status is a decision.
 type Status struct {
@@ -81,8 +66,17 @@ type Value struct {
 	Config Config
 }
 
-// Decision is one request's outcome in LimitMany.
-type Decision struct {
-	Status
-	Err error // non-nil: the request could not be decided (nothing consumed, but see ErrUnavailable)
+// status turns a member's outcome into a Status.
+func (d *limitDef) status(m *actor.Member) Status {
+	left := m.Left
+	if m.Second >= 0 { // two shards: report their average, scaled to the limit
+		left /= 2
+	}
+	return Status{
+		OK:         m.OK,
+		RetryAfter: time.Duration(m.RetryAfter),
+		Limit:      d.name,
+		Remaining:  left * float64(d.shards),
+		ResetAfter: time.Duration(m.UntilFull),
+	}
 }

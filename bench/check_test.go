@@ -1,9 +1,9 @@
 package main
 
-// The harness measured against itself (from an independent review; its
-// helpers start with hb): the admitted-token check catches over-granting,
-// the baselines are configured like our token bucket, and our memory-mode
-// calls allocate nothing on warm keys.
+// The harness measured against itself (its helpers start with hb): the
+// admitted-token check catches over-granting, the baselines are configured
+// like our token bucket, and our memory-mode calls allocate nothing on warm
+// keys.
 
 import (
 	"path/filepath"
@@ -18,8 +18,9 @@ import (
 // hbCfg is a small config for tests.
 func hbCfg(t *testing.T, nkeys int) *config {
 	cfg := &config{dur: 100 * time.Millisecond, naiveDur: 50 * time.Millisecond, callers: []int{1}, nkeys: nkeys,
-		scenarios: "all", mode: "all", baselines: []string{"striped", "mutex", "naive"}, sample: 16, runs: 1,
-		batch: 64, zipfS: 1.1, zipfV: 1, keyRate: 2000, keyBurst: 200, hotRate: 500_000, seed: 1}
+		scenarios: scenarioNames(), modes: modeNames(), baselines: baselineNames(), sample: 16, runs: 1,
+		batch: 64, zipfS: 1.1, zipfV: 1, keyRate: 2000, keyBurst: 200, hotRate: 500_000, seed: 1,
+		preallocate: -1, targets: targets}
 	cfg.wl = buildWorkload(cfg.nkeys, cfg.zipfS, cfg.zipfV, 1<<16, cfg.seed)
 	return cfg
 }
@@ -124,9 +125,9 @@ func TestCheckCatchesGrantAll(t *testing.T) {
 }
 
 // An implementation that refills 15% too fast is caught even when its Open
-// takes 80 ms (a durable Open with the log's preallocation takes about
-// that): the check's span begins when the callers are released, not at
-// Open, which let this one pass before.
+// takes 80 ms, as a durable Open that preallocates its log may: the check's
+// span begins when the callers are released, not at Open, which would let
+// this one pass.
 func TestCheckCatchesFastRefill(t *testing.T) {
 	cfg := hbCfg(t, 1000)
 	sc := hbScenario(t, buildScenarios(cfg), "keys")
@@ -179,20 +180,22 @@ func TestBaselinesMatchTheBucket(t *testing.T) {
 	defer nv.close()
 	slowDef := &limitDef{name: "slow", rate: 1, capacity: 20, maxReserved: 20}
 	n = 0
+	began := time.Now()
 	for range 60 {
 		if ok, _ := nv.limit(slowDef, "r", true); ok {
 			n++
 		}
 	}
-	if n < 40 || n > 41 {
+	// 60 fsynced transactions can take over a second on a slow disk, and
+	// the bucket refills 1/s meanwhile.
+	if n < 40 || n > 41+int(time.Since(began).Seconds()) {
 		t.Errorf("naive immediate reservations %d, want ~40 (capacity + MaxReserved)", n)
 	}
 }
 
 // Our memory mode allocates nothing per call on warm keys in any scenario,
 // harness work included (the cells themselves start empty, so key creation
-// is in their window): issue 4's zero-allocation target, seen from the
-// harness.
+// is in their window).
 func TestOursMemoryWarmCallsDoNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")

@@ -1,14 +1,25 @@
 module github.com/seed7fbd42b6/ratelimit/bench
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/seed7fbd42b6/ratelimit v0.0.0
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/time v0.12.0
+	gonum.org/v1/plot v0.17.0
 )
 
-require golang.org/x/sys v0.45.0 // indirect
+require (
+	codeberg.org/go-fonts/liberation v0.5.0 // indirect
+	codeberg.org/go-latex/latex v0.2.0 // indirect
+	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
+	git.sr.ht/~sbinet/gg v0.7.0 // indirect
+	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
+	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	golang.org/x/image v0.30.0 // indirect
+	golang.org/x/sys v0.45.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+)
 
 replace github.com/seed7fbd42b6/ratelimit => ../

@@ -3,10 +3,32 @@ package main
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit"
 )
+
+func init() {
+	register(&implementation{
+		name: "ours", mode: "memory", variants: true,
+		about: "this library, state in memory (Options.Path empty)",
+		open: func(e *cellEnv) (impl, error) {
+			return openOurs(ratelimit.Options{Partitions: e.cfg.partitions}, e.defs)
+		},
+	})
+	register(&implementation{
+		name: "ours", mode: "durable", variants: true,
+		about: "this library, every grant group-committed to a new bbolt file before it is answered",
+		open: func(e *cellEnv) (impl, error) {
+			return openOurs(ratelimit.Options{
+				Path:           filepath.Join(e.dir, "ours.db"),
+				Partitions:     e.cfg.partitions,
+				LogPreallocate: e.cfg.preallocate,
+			}, e.defs)
+		},
+	})
+}
 
 // ours adapts the library to impl. Every limit of every scenario is
 // registered in Options.Limits, so requests carry only a name and a key.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -48,33 +49,52 @@ func TestCPURatioIsTheMedianOfRunByRunRatios(t *testing.T) {
 	}
 }
 
-func TestPrintCPURatiosListsTargetCells(t *testing.T) {
-	rs := []*result{
+// The CPU table pairs each durable cell at a headline caller count with the
+// memory cell of the same variant, and is left out when there is none.
+func TestPrintCPURatiosPairsDurableWithMemory(t *testing.T) {
+	o := &outcome{cfg: &config{callers: []int{1024}}, scenarios: []*scenario{{name: "keys", headline: 1024}, {name: "reserve", headline: 1024}}}
+	o.results = []*result{
 		cellWithRuns("keys", "durable", []float64{2000}, []float64{5e5}),
 		cellWithRuns("keys", "memory", []float64{1000}, []float64{1.5e6}),
 		cellWithRuns("reserve", "durable", []float64{3000}, []float64{5e5}),
 		// no reserve memory cell: reserve is left out
 	}
 	var b bytes.Buffer
-	printCPURatios(&b, rs)
+	if !printCPURatios(&b, o) {
+		t.Fatal("printed nothing")
+	}
 	out := b.String()
-	if !strings.Contains(out, "keys 2.00x") {
+	if !strings.Contains(out, "2.00x") || !strings.Contains(out, "ours/durable") {
 		t.Errorf("output lacks the keys ratio:\n%s", out)
 	}
 	if strings.Contains(out, "reserve") {
 		t.Errorf("output has a reserve line without its memory cell:\n%s", out)
 	}
 	b.Reset()
-	printCPURatios(&b, rs[2:])
-	if b.Len() != 0 {
+	o.results = o.results[2:]
+	if printCPURatios(&b, o) || b.Len() != 0 {
 		t.Errorf("no pairs, but printed:\n%s", b.String())
 	}
 }
 
-func TestDurableSampleTimesEveryCallOnlyWhenIOBound(t *testing.T) {
-	for _, c := range []struct{ callers, want int }{{1, 1}, {16, 1}, {17, 16}, {256, 16}, {1024, 16}} {
-		if got := durableSample(16, c.callers); got != c.want {
-			t.Errorf("durableSample(16, %d) = %d, want %d", c.callers, got, c.want)
+func TestSampleEveryTimesEveryCallWhereCallsAreFewOrIOBound(t *testing.T) {
+	cfg := &config{sample: 16}
+	mem := &implementation{name: "ours", mode: "memory"}
+	dur := &implementation{name: "ours", mode: "durable"}
+	slow := &implementation{name: "naive", mode: "durable", slow: true}
+	keys, many := &scenario{name: "keys"}, &scenario{name: "limitmany", batch: true}
+	for _, c := range []struct {
+		im      *implementation
+		sc      *scenario
+		callers int
+		want    int
+	}{
+		{mem, keys, 1, 16}, {mem, keys, 1024, 16}, {mem, many, 1024, 1},
+		{dur, keys, 1, 1}, {dur, keys, 16, 1}, {dur, keys, 17, 16}, {dur, keys, 1024, 16},
+		{slow, keys, 1024, 1},
+	} {
+		if got := sampleEvery(cfg, c.im, c.sc, c.callers); got != c.want {
+			t.Errorf("sampleEvery(%s, %s, %d callers) = %d, want %d", c.im.label(), c.sc.name, c.callers, got, c.want)
 		}
 	}
 }
@@ -150,7 +170,7 @@ func TestPrintGroupCommitSaysCommitsAreATotal(t *testing.T) {
 	}
 }
 
-// The 300,000 target counts grants: a cell deciding more than
+// The durable grants/s target counts grants: a cell deciding more than
 // 300k/s but granting fewer misses it, and the figure is the median of the
 // runs' grants/s.
 func TestGrantsTargetCountsGrantsNotDecisions(t *testing.T) {
@@ -164,27 +184,27 @@ func TestGrantsTargetCountsGrantsNotDecisions(t *testing.T) {
 		}
 		return combine(runs)
 	}
-	status := func(r *result) target {
-		for _, tg := range evalTargets([]*result{r}) {
-			if strings.Contains(tg.Name, "300,000") {
+	status := func(r *result) targetResult {
+		for _, tg := range evalTargets(targets, []*result{r}) {
+			if tg.Name == "durable grants/s" {
 				return tg
 			}
 		}
-		t.Fatal("no 300,000 target")
-		return target{}
+		t.Fatal("no durable grants/s target")
+		return targetResult{}
 	}
 	low := cell(310_000, 290_000, 295_000) // median 295k grants, 420k decisions
 	if low.GrantsPerSec != 295_000 {
 		t.Errorf("GrantsPerSec = %v, want the median run's 295000", low.GrantsPerSec)
 	}
-	if tg := status(low); tg.Status != "miss" || !strings.Contains(tg.Name, "grants/s") {
-		t.Errorf("420k decisions/s but 295k grants/s: %+v, want a miss on grants/s", tg)
+	if tg := status(low); tg.Status != targetMissed || tg.Value != 295_000 {
+		t.Errorf("420k decisions/s but 295k grants/s: %+v, want missed at 295000", tg)
 	}
-	if tg := status(low); !strings.Contains(tg.Measured, "295.0k/s") || !strings.Contains(tg.Measured, "420.0k decisions/s") {
-		t.Errorf("measured %q, want grants/s and decisions/s shown", tg.Measured)
+	if tg := status(low); tg.measured() != "295.0k/s (runs 310.0k/s 290.0k/s 295.0k/s)" {
+		t.Errorf("measured %q, want the median and each run", tg.measured())
 	}
-	if tg := status(cell(305_000, 290_000, 301_000)); tg.Status != "pass" {
-		t.Errorf("median 301k grants/s: %+v, want pass", tg)
+	if tg := status(cell(305_000, 290_000, 301_000)); tg.Status != targetMet {
+		t.Errorf("median 301k grants/s: %+v, want met", tg)
 	}
 }
 
@@ -202,7 +222,7 @@ func TestTimedCallSplitsGrantedCalls(t *testing.T) {
 	}
 }
 
-// The >= 100x naive target is judged in grants/s, pair by pair: ours'
+// The durable vs naive target is judged in grants/s, pair by pair: ours'
 // cheap durable denials do not count toward it.
 func TestNaiveTargetCountsGrants(t *testing.T) {
 	cell := func(impl string, decisions int64, grants ...int64) *result {
@@ -216,22 +236,21 @@ func TestNaiveTargetCountsGrants(t *testing.T) {
 		return combine(runs)
 	}
 	naive := cell("naive", 1_000, 1_000, 1_000, 1_000)
-	status := func(ours *result) target {
-		for _, tg := range evalTargets([]*result{ours, naive}) {
-			if strings.Contains(tg.Name, "naive") {
+	status := func(ours *result) targetResult {
+		for _, tg := range evalTargets(targets, []*result{ours, naive}) {
+			if tg.Name == "durable vs naive" {
 				return tg
 			}
 		}
-		t.Fatal("no naive target")
-		return target{}
+		t.Fatal("no durable vs naive target")
+		return targetResult{}
 	}
 	// 120x in decisions/s, 96x in grants/s (the median run's).
-	if tg := status(cell("ours", 120_000, 95_000, 96_000, 99_000)); tg.Status != "miss" ||
-		!strings.Contains(tg.Measured, "96.0x in grants/s") || !strings.Contains(tg.Measured, "120x in decisions/s") {
-		t.Errorf("96x in grants/s, 120x in decisions/s: %+v, want a miss showing both", tg)
+	if tg := status(cell("ours", 120_000, 95_000, 96_000, 99_000)); tg.Status != targetMissed || tg.Value != 96 {
+		t.Errorf("96x in grants/s, 120x in decisions/s: %+v, want missed at 96", tg)
 	}
-	if tg := status(cell("ours", 120_000, 101_000, 99_000, 105_000)); tg.Status != "pass" {
-		t.Errorf("101x in grants/s: %+v, want pass", tg)
+	if tg := status(cell("ours", 120_000, 101_000, 99_000, 105_000)); tg.Status != targetMet {
+		t.Errorf("101x in grants/s: %+v, want met", tg)
 	}
 }
 
@@ -249,5 +268,37 @@ func TestAllocsRatioPairByPair(t *testing.T) {
 	q := ratioOf(mk(1, 2, 4), mk(1, 3, 4))
 	if q.Allocs == nil || *q.Allocs != 1 {
 		t.Fatalf("allocs ratio %v, want 1 (run by run)", q.Allocs)
+	}
+}
+
+// The disk limit of a durable cell is callers / (mean commit + a call's
+// CPU in memory mode), in calls that grant, and the fraction is the
+// granted calls made over it; a cell without commits has none.
+func TestDiskLimit(t *testing.T) {
+	d := &result{Scenario: "keys", Impl: "ours", Mode: "durable", Callers: 100, Seconds: 1,
+		Calls: 40_000, GrantedCalls: 30_000, Decisions: 40_000, Commits: 500, CommitMean: 1.9e6, CPUPerDecision: 50e3}
+	m := &result{Scenario: "keys", Impl: "ours", Mode: "memory", Callers: 100, CPUPerDecision: 100e3}
+	lim, frac := diskLimit(d, m)
+	// 100 / (1.9 ms + 0.1 ms) = 50,000 calls/s; 30,000 made.
+	if lim != 50_000 || frac != 0.6 {
+		t.Errorf("diskLimit = %v, %v; want 50000, 0.6", lim, frac)
+	}
+	// Without a memory cell the cell's own CPU per decision is used.
+	if lim, _ := diskLimit(d, nil); math.Abs(lim-100/(1.95e-3)) > 1e-6 {
+		t.Errorf("without memory: %v, want %v", lim, 100/(1.95e-3))
+	}
+	// A call of a batch costs the CPU of all its decisions.
+	b := *d
+	b.Decisions = 40_000 * 10
+	if lim, _ := diskLimit(&b, m); math.Abs(lim-100/(2.9e-3)) > 1e-6 {
+		t.Errorf("batch of 10: %v, want %v", lim, 100/(2.9e-3))
+	}
+	if lim, frac := diskLimit(m, nil); lim != 0 || frac != 0 {
+		t.Errorf("memory cell: %v, %v; want none", lim, frac)
+	}
+	rs := []*result{d, m}
+	computeDiskLimits(rs)
+	if d.DiskLimit != 50_000 || d.DiskLimitFraction != 0.6 || m.DiskLimit != 0 {
+		t.Errorf("computeDiskLimits: durable %v %v, memory %v", d.DiskLimit, d.DiskLimitFraction, m.DiskLimit)
 	}
 }

@@ -46,48 +46,23 @@ func (d *limitDef) String() string {
 	return s
 }
 
-// impl is one limiter under test: ours (memory or durable) or a baseline.
-// Errors are failures of the implementation; a denial is (false, nil).
-type impl interface {
-	limit(d *limitDef, key string, reserve bool) (bool, error)
-	limitAll(a *limitDef, ka string, b *limitDef, kb string) (bool, error)
-	// limitMany decides len(keys) requests of one token each
-	// independently, setting ok[i]; it reports errors with w.fail.
-	limitMany(w *worker, d *limitDef, keys []string, ok []bool)
-	close() error
-}
-
-// logged is an implementation with a group-committed log (ours in durable
-// mode): its commits, the records they carried and the time they took,
-// since it opened.
-type logged interface {
-	logTotals() logTotals
-}
-
-type logTotals struct {
-	commits, records uint64
-	time             time.Duration
-}
-
-// minus returns the totals accumulated between b and t.
-func (t logTotals) minus(b logTotals) logTotals {
-	return logTotals{commits: t.commits - b.commits, records: t.records - b.records, time: t.time - b.time}
-}
-
 // scenario is one workload. call performs one call (one decision, or one
 // batch for limitmany) on w's next keys and accounts the outcome in w.
 type scenario struct {
 	name     string
-	about    string
-	variants []variant // configurations of our limiter; baselines run once
-	batch    bool      // one call decides batchSize requests
+	about    string    // one line
+	short    string    // a few words, for the chart's panel title
+	headline int       // the caller count the summary shows (the nearest run at or below it)
+	variants []variant // configurations of the limit, for implementations that run variants
+	batch    bool      // one call decides -batch requests
 	perKey   *limitDef // limit whose grants are checked per key, if any
 	global   *limitDef // limit whose grants are checked in total, if any
 	call     func(im impl, w *worker, v *variant)
 }
 
 // variant is a configuration of the scenario; only the hot scenario has
-// more than one (unsharded and sharded), and baselines use the first.
+// more than one (unsharded and sharded). Implementations that do not run
+// variants run the scenario's global limit, the first variant's.
 type variant struct {
 	name   string
 	global *limitDef // overrides scenario.global
@@ -103,42 +78,93 @@ type workload struct {
 
 const globalKey = "all"
 
-// scenarioNames lists the scenarios in run order.
-var scenarioNames = []string{"keys", "hot", "limitall", "reserve", "limitmany"}
+// scenarioRegistry lists the scenarios in run order: a name, a line for
+// -h, and a builder that makes the scenario from the command line.
+var scenarioRegistry = []struct {
+	name, help string
+	build      func(cfg *config) *scenario
+}{
+	{"keys", "Limit on -keys distinct keys, Zipf-skewed", keysScenario},
+	{"hot", "Limit on one global key: unsharded, and with Shards: 16 (ours only)", hotScenario},
+	{"limitall", "LimitAll of a per-user limit and a global limit", limitAllScenario},
+	{"reserve", "Limit with Reserve: true, debt up to MaxReserved", reserveScenario},
+	{"limitmany", "LimitMany of -batch independent requests a call (baselines: one by one)", limitManyScenario},
+}
 
-// buildScenarios returns the scenarios with limits from the flags.
-func buildScenarios(cfg *config) []*scenario {
-	user := &limitDef{name: "user", rate: cfg.keyRate, capacity: cfg.keyBurst}
-	resv := &limitDef{name: "resv", rate: cfg.keyRate, capacity: cfg.keyBurst, maxReserved: cfg.keyBurst}
-	hot := &limitDef{name: "global", rate: cfg.hotRate, capacity: cfg.hotRate / 10}
-	hot16 := &limitDef{name: "global16", rate: cfg.hotRate, capacity: cfg.hotRate / 10, shards: 16}
-
-	perKey := func(d *limitDef, reserve bool) func(im impl, w *worker, v *variant) {
-		return func(im impl, w *worker, v *variant) {
-			i := w.next()
-			ok, err := im.limit(d, w.wl.keys[i], reserve)
-			w.account(i, ok, err)
-		}
+// scenarioNames lists the registered scenarios in run order.
+func scenarioNames() []string {
+	var names []string
+	for _, e := range scenarioRegistry {
+		names = append(names, e.name)
 	}
-	return []*scenario{{
-		name:   "keys",
-		about:  fmt.Sprintf("Limit on %d distinct keys, Zipf-skewed", len(cfg.wl.keys)),
-		perKey: user,
-		call:   perKey(user, false),
-	}, {
-		name:     "hot",
+	return names
+}
+
+// buildScenarios returns every registered scenario, with limits from cfg.
+func buildScenarios(cfg *config) []*scenario {
+	var out []*scenario
+	for _, e := range scenarioRegistry {
+		sc := e.build(cfg)
+		sc.name = e.name
+		out = append(out, sc)
+	}
+	return out
+}
+
+// userLimit is the per-key limit of the keys, limitall and limitmany
+// scenarios.
+func userLimit(cfg *config) *limitDef {
+	return &limitDef{name: "user", rate: cfg.keyRate, capacity: cfg.keyBurst}
+}
+
+// hotLimit is the one global limit of the hot and limitall scenarios.
+func hotLimit(cfg *config, name string, shards int) *limitDef {
+	return &limitDef{name: name, rate: cfg.hotRate, capacity: cfg.hotRate / 10, shards: shards}
+}
+
+// perKeyCall is a call of Limit on the worker's next key.
+func perKeyCall(d *limitDef, reserve bool) func(im impl, w *worker, v *variant) {
+	return func(im impl, w *worker, v *variant) {
+		i := w.next()
+		ok, err := im.limit(d, w.wl.keys[i], reserve)
+		w.account(i, ok, err)
+	}
+}
+
+func keysScenario(cfg *config) *scenario {
+	user := userLimit(cfg)
+	return &scenario{
+		about:    fmt.Sprintf("Limit on %s distinct keys, Zipf-skewed", fmtCount(len(cfg.wl.keys))),
+		short:    "Limit, Zipf keys",
+		headline: 1024,
+		perKey:   user,
+		call:     perKeyCall(user, false),
+	}
+}
+
+func hotScenario(cfg *config) *scenario {
+	hot, hot16 := hotLimit(cfg, "global", 0), hotLimit(cfg, "global16", 16)
+	return &scenario{
 		about:    "Limit on one global key, unsharded and with Shards: 16",
+		short:    "Limit, one key",
+		headline: 1024,
 		global:   hot,
 		variants: []variant{{name: "unsharded", global: hot}, {name: "shards16", global: hot16}},
 		call: func(im impl, w *worker, v *variant) {
 			ok, err := im.limit(v.global, globalKey, false)
 			w.accountGlobal(ok, err)
 		},
-	}, {
-		name:   "limitall",
-		about:  "LimitAll of a per-user limit (Zipf keys) and one global limit",
-		perKey: user,
-		global: hot,
+	}
+}
+
+func limitAllScenario(cfg *config) *scenario {
+	user, hot := userLimit(cfg), hotLimit(cfg, "global", 0)
+	return &scenario{
+		about:    "LimitAll of a per-user limit (Zipf keys) and one global limit",
+		short:    "LimitAll, key and global",
+		headline: 1024,
+		perKey:   user,
+		global:   hot,
 		call: func(im impl, w *worker, v *variant) {
 			i := w.next()
 			ok, err := im.limitAll(user, w.wl.keys[i], hot, globalKey)
@@ -147,16 +173,28 @@ func buildScenarios(cfg *config) []*scenario {
 				w.globalGrants++
 			}
 		},
-	}, {
-		name:   "reserve",
-		about:  "Limit with Reserve: true (debt up to MaxReserved), Zipf keys",
-		perKey: resv,
-		call:   perKey(resv, true),
-	}, {
-		name:   "limitmany",
-		about:  fmt.Sprintf("LimitMany of %d independent requests per call, Zipf keys", cfg.batch),
-		perKey: user,
-		batch:  true,
+	}
+}
+
+func reserveScenario(cfg *config) *scenario {
+	resv := &limitDef{name: "resv", rate: cfg.keyRate, capacity: cfg.keyBurst, maxReserved: cfg.keyBurst}
+	return &scenario{
+		about:    "Limit with Reserve: true (debt up to MaxReserved), Zipf keys",
+		short:    "Limit with Reserve",
+		headline: 1024,
+		perKey:   resv,
+		call:     perKeyCall(resv, true),
+	}
+}
+
+func limitManyScenario(cfg *config) *scenario {
+	user := userLimit(cfg)
+	return &scenario{
+		about:    fmt.Sprintf("LimitMany of %d independent requests per call, Zipf keys", cfg.batch),
+		short:    fmt.Sprintf("LimitMany, %d a call", cfg.batch),
+		headline: 1024,
+		perKey:   user,
+		batch:    true,
 		call: func(im impl, w *worker, v *variant) {
 			for j := range w.batchKeys {
 				i := w.next()
@@ -168,42 +206,44 @@ func buildScenarios(cfg *config) []*scenario {
 				w.account(w.batchIdx[j], ok, nil)
 			}
 		},
-	}}
+	}
 }
 
-// selectScenarios filters by the comma-separated names in filter ("" or
-// "all" keeps every scenario).
-func selectScenarios(all []*scenario, filter string) ([]*scenario, error) {
-	if filter == "" || filter == "all" {
-		return all, nil
+// defs returns every limit the scenario uses, for Options.Limits.
+func (sc *scenario) defs() []*limitDef {
+	var ds []*limitDef
+	add := func(d *limitDef) {
+		if d != nil && !slices.Contains(ds, d) {
+			ds = append(ds, d)
+		}
 	}
+	add(sc.perKey)
+	add(sc.global)
+	for _, v := range sc.variants {
+		add(v.global)
+	}
+	return ds
+}
+
+// limitsText describes the scenario's limits in one line.
+func (sc *scenario) limitsText() string {
+	var parts []string
+	for _, d := range sc.defs() {
+		parts = append(parts, d.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// selectScenarios returns the scenarios of all named in names, in run
+// order.
+func selectScenarios(all []*scenario, names []string) []*scenario {
 	var out []*scenario
-	for _, name := range strings.Split(filter, ",") {
-		name = strings.TrimSpace(name)
-		found := false
-		for _, s := range all {
-			if s.name == name {
-				out = append(out, s)
-				found = true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(scenarioNames, ", "))
+	for _, sc := range all {
+		if slices.Contains(names, sc.name) {
+			out = append(out, sc)
 		}
 	}
-	return out, nil
-}
-
-func validScenarios(filter string) bool {
-	if filter == "" || filter == "all" {
-		return true
-	}
-	for _, name := range strings.Split(filter, ",") {
-		if !slices.Contains(scenarioNames, strings.TrimSpace(name)) {
-			return false
-		}
-	}
-	return true
+	return out
 }
 
 // buildWorkload builds n distinct 20-byte keys ("user:000000000000042")
@@ -211,8 +251,8 @@ func validScenarios(filter string) bool {
 // stream of streamLen key indices drawn from Zipf(s, v) over the keys (rank
 // r is key r: the hash-based placement of every implementation spreads
 // them). The stream is generated in parallel chunks, each by its own
-// generator seeded from seed, so generating it costs ~0.1 s once and
-// nothing during the measurement.
+// generator seeded from seed, so drawing a key costs one load during the
+// measurement.
 func buildWorkload(n int, s, v float64, streamLen int, seed uint64) *workload {
 	const width = 20
 	buf := make([]byte, n*width)

@@ -10,6 +10,7 @@
 //	ratelimit_decisions_total{outcome="granted"|"denied"}  counter
 //	ratelimit_reservations_total                           counter (grants that must wait)
 //	ratelimit_errors_total                                 counter (ErrUnavailable answers)
+//	ratelimit_too_many_keys_total                          counter (ErrTooManyKeys answers)
 //	ratelimit_live_buckets                                 gauge
 //	ratelimit_partitions                                   gauge
 //	ratelimit_wal_commits_total                            counter
@@ -53,6 +54,7 @@ func NewCollector(l *ratelimit.Limiter, namespace string) prometheus.Collector {
 		decisions:     d("decisions_total", "Rate-limit decisions since the limiter opened, by outcome (a LimitAll call is one decision).", "outcome"),
 		reservations:  d("reservations_total", "Grants that were reservations that must wait (RetryAfter > 0)."),
 		errors:        d("errors_total", "Requests answered with ErrUnavailable (the write-ahead log failed)."),
+		tooManyKeys:   d("too_many_keys_total", "Requests refused with ErrTooManyKeys: they needed a new bucket while the limiter held Options.MaxBuckets."),
 		live:          d("live_buckets", "Buckets held in memory (buckets that are not full)."),
 		partitions:    d("partitions", "Actor partitions."),
 		walCommits:    d("wal_commits_total", "Write-ahead log group commits."),
@@ -69,13 +71,13 @@ func NewCollector(l *ratelimit.Limiter, namespace string) prometheus.Collector {
 type collector struct {
 	l *ratelimit.Limiter
 
-	decisions, reservations, errors, live, partitions,
+	decisions, reservations, errors, tooManyKeys, live, partitions,
 	walCommits, walFailed, walRecords, walBytes,
 	batchRecords, commitSeconds, snapshots, snapshotAge *prometheus.Desc
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.decisions, c.reservations, c.errors, c.live, c.partitions,
+	for _, d := range []*prometheus.Desc{c.decisions, c.reservations, c.errors, c.tooManyKeys, c.live, c.partitions,
 		c.walCommits, c.walFailed, c.walRecords, c.walBytes, c.batchRecords, c.commitSeconds, c.snapshots, c.snapshotAge} {
 		ch <- d
 	}
@@ -93,6 +95,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.decisions, s.Denials, "denied")
 	counter(c.reservations, s.Reservations)
 	counter(c.errors, s.Unavailable)
+	counter(c.tooManyKeys, s.TooManyKeys)
 	gauge(c.live, float64(s.LiveBuckets))
 	gauge(c.partitions, float64(s.Partitions))
 	counter(c.walCommits, s.WALCommits)

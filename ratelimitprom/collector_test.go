@@ -33,6 +33,9 @@ ratelimit_reservations_total 1
 # HELP ratelimit_errors_total Requests answered with ErrUnavailable (the write-ahead log failed).
 # TYPE ratelimit_errors_total counter
 ratelimit_errors_total 0
+# HELP ratelimit_too_many_keys_total Requests refused with ErrTooManyKeys: they needed a new bucket while the limiter held Options.MaxBuckets.
+# TYPE ratelimit_too_many_keys_total counter
+ratelimit_too_many_keys_total 0
 # HELP ratelimit_live_buckets Buckets held in memory (buckets that are not full).
 # TYPE ratelimit_live_buckets gauge
 ratelimit_live_buckets 1
@@ -44,12 +47,12 @@ ratelimit_partitions 4
 ratelimit_wal_commits_total 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
-		"ratelimit_decisions_total", "ratelimit_reservations_total", "ratelimit_errors_total",
+		"ratelimit_decisions_total", "ratelimit_reservations_total", "ratelimit_errors_total", "ratelimit_too_many_keys_total",
 		"ratelimit_live_buckets", "ratelimit_partitions", "ratelimit_wal_commits_total"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 14 { // 13 metrics, decisions twice
-		t.Fatalf("%d metrics, want 14", n)
+	if n := testutil.CollectAndCount(c); n != 15 { // 14 metrics, decisions twice
+		t.Fatalf("%d metrics, want 15", n)
 	}
 	problems, err := testutil.CollectAndLint(c)
 	if err != nil || len(problems) > 0 {
@@ -150,8 +153,8 @@ func TestCollectAfterClose(t *testing.T) {
 	go func() { done <- testutil.CollectAndCount(NewCollector(l, "x")) }()
 	select {
 	case n := <-done:
-		if n != 14 {
-			t.Fatalf("%d metrics after Close, want 14", n)
+		if n != 15 {
+			t.Fatalf("%d metrics after Close, want 15", n)
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("Stats hangs after Close")

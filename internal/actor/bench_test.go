@@ -15,7 +15,7 @@ func benchCall(g *Group, key string) *Call {
 	c := NewCall()
 	c.Atomic = true
 	h := bucket.Hash("user", key)
-	i := c.AddItem(Item{ID: BucketID{Name: "user", Key: key}, Hash: TableHash(bucket.NameHash("user"), key, 0), Lim: benchLim, Part: g.Route(h, 0)}, 0, false)
+	i := c.AddItem(Item{ID: BucketID{Name: "user", Key: key}, Hash: bucket.ShardHash(bucket.TableHash(bucket.NameHash("user"), key), 0), Lim: benchLim, Part: g.Route(h, 0)}, 0, false)
 	c.Members = append(c.Members, Member{Op: OpTake, Count: 1, First: i, Second: -1})
 	return c
 }
@@ -77,7 +77,7 @@ func benchTable(n int) (t table, ids []BucketID, hs []uint64) {
 	ids, hs = make([]BucketID, n), make([]uint64, n)
 	for i := range ids {
 		ids[i] = BucketID{Name: "user", Key: "user-" + strconv.Itoa(i)}
-		hs[i] = TableHash(bucket.NameHash("user"), ids[i].Key, 0)
+		hs[i] = bucket.ShardHash(bucket.TableHash(bucket.NameHash("user"), ids[i].Key), 0)
 		t.put(hs[i], entry{id: ids[i], lim: benchLim})
 	}
 	return t, ids, hs

@@ -14,6 +14,11 @@ import (
 // take.
 var ErrClosed = errors.New("actor: partition stopped")
 
+// ErrFull is set on the items of a message that needs a bucket its
+// partition does not hold, while the partition holds its most buckets
+// (Group.SetMaxBuckets).
+var ErrFull = errors.New("actor: partition holds its most buckets")
+
 // BucketID names one bucket.
 type BucketID struct {
 	Name, Key string
@@ -33,7 +38,7 @@ const (
 // bytes; a LimitMany call of 64 requests carries 64 items and members).
 type Item struct {
 	ID    BucketID
-	Hash  uint64 // TableHash(bucket.NameHash(Name), Key, Shard)
+	Hash  uint64 // bucket.ShardHash(bucket.TableHash(bucket.NameHash(Name), Key), Shard)
 	Lim   *bucket.Limit
 	Phase int64 // fixed-window phase
 
@@ -50,11 +55,15 @@ type Item struct {
 
 // Member is one decision of a call (64 bytes: one cache line).
 type Member struct {
-	Count   float64
-	Def     any   // the caller's, untouched here
-	First, Second    int32 // item indexes; B < 0 for one bucket
-	Op      Op
-	Reserve bool
+	Count float64
+	// Def is the caller's description of the member's limit (package
+	// ratelimit's *limitDef); stores do not touch it.
+	Def any
+	// First and Second index the member's items in Call.Items: Second is
+	// the other shard of a two-choice pair, < 0 for one bucket.
+	First, Second int32
+	Op            Op
+	Reserve       bool
 
 	OK         bool
 	RetryAfter int64
@@ -71,22 +80,24 @@ type Call struct {
 	// independently, in order, each where its bucket lives, so each must
 	// have exactly one item.
 	Atomic bool
-	// DecideFn, if set, replaces the member-by-member decision of an atomic
-	// call: it reads the items' States, sets State and Write on the ones to
-	// store, and reports whether to commit.
-	DecideFn func(c *Call, now int64) bool
+	// Now is the clock reading the items' States are current at, set by
+	// Group.Peek.
+	Now int64
 
-	fn        func(*Partition) // for Run
-	ranges    []span
-	now       int64 // a clock reading for the spans the caller runs itself; 0: none
-	scratch   []Item
-	done      chan struct{}
-	remaining atomic.Int32
-	state     atomic.Int32
-	cancel    bool // a single-message call: may be abandoned
-	oneMsg    bool // sent as one message: its waiter is w (see msgWaiter)
-	w         msgWaiter
-	uncounted bool // a step of another call: not a decision of its own
+	fn      func(*Partition) // for Run
+	ranges  []span
+	spanNow int64 // a clock reading for the spans the caller runs itself; 0: none
+	scratch []Item
+	// decideHook, set by tests, replaces decideAll for an atomic call (to
+	// pause a chain in its last step).
+	decideHook func(c *Call, now int64) bool
+	done       chan struct{}
+	remaining  atomic.Int32
+	state      atomic.Int32
+	cancel     bool // a single-message call: may be abandoned
+	oneMsg     bool // sent as one message: its waiter is w (see msgWaiter)
+	w          msgWaiter
+	uncounted  bool // a step of another call: not a decision of its own
 }
 
 type span struct{ part, lo, hi int32 }
@@ -126,7 +137,7 @@ func (c *Call) Release() {
 	clear(c.Items) // drop string and limit references
 	clear(c.Members)
 	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
-	c.Atomic, c.fn, c.cancel, c.DecideFn, c.uncounted, c.now, c.oneMsg = false, nil, false, nil, false, 0, false
+	c.Atomic, c.fn, c.cancel, c.decideHook, c.uncounted, c.spanNow, c.Now, c.oneMsg = false, nil, false, nil, false, 0, 0, false
 	callPool.Put(c)
 }
 

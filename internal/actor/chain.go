@@ -9,7 +9,11 @@ package actor
 // and since every call holds in the same order, waits form no cycle.
 func (p *Partition) chain(m msg) {
 	c := m.call
-	p.load(m, true)
+	if err := p.load(m, true); err != nil {
+		p.counts.Refused++
+		p.abortChain(m, err, false)
+		return
+	}
 	if int(m.k) < len(c.ranges)-1 {
 		next := c.ranges[m.k+1]
 		if !p.group.parts[next.part].send(msg{call: c, kind: kindChain, k: m.k + 1, lo: next.lo, hi: next.hi}) {

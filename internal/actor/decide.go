@@ -43,8 +43,8 @@ func decideMember(c *Call, m *Member, now int64) {
 // decideAll decides every member in order, each seeing the ones before it,
 // and reports whether all were granted. When not, nothing is to be written.
 func decideAll(c *Call, now int64) bool {
-	if c.DecideFn != nil {
-		return c.DecideFn(c, now)
+	if c.decideHook != nil {
+		return c.decideHook(c, now)
 	}
 	all := true
 	for i := range c.Members {
@@ -57,36 +57,4 @@ func decideAll(c *Call, now int64) bool {
 		}
 	}
 	return all
-}
-
-// count adds an atomic call's outcome (one decision) to n.
-func (n *Counts) count(c *Call, granted bool) {
-	if c.DecideFn != nil || c.uncounted || !writes(c) {
-		return
-	}
-	if !granted {
-		n.Denials++
-		return
-	}
-	n.Grants++
-	for i := range c.Members {
-		if c.Members[i].RetryAfter > 0 {
-			n.Reservations++
-			return
-		}
-	}
-}
-
-// countMember adds one independent member's outcome to n.
-func (n *Counts) countMember(m *Member) {
-	switch {
-	case m.Op != OpTake:
-	case !m.OK:
-		n.Denials++
-	case m.RetryAfter > 0:
-		n.Grants++
-		n.Reservations++
-	default:
-		n.Grants++
-	}
 }

@@ -50,7 +50,7 @@
 //
 // A partition's buckets are in its own hash table (table.go), not a Go map:
 // an entry is one cache line, keyed by the bucket's seeded 64-bit hash
-// (TableHash: keys cannot be chosen to collide) and verified against the
+// (bucket.TableHash: keys cannot be chosen to collide) and verified against the
 // full id; growth splits one subtable of at most 4096 slots at a time. While deciding a batch, a partition touches the table lines of the
 // next 32 items ahead (prefetch.go), so that with millions of buckets the
 // cache misses of a batch overlap instead of queueing one after another.

@@ -20,28 +20,6 @@ type Group struct {
 	counts Counts // decisions made by coordinators (two-phase calls)
 }
 
-// Counts are decision counters.
-type Counts struct {
-	Grants, Denials, Reservations uint64
-	Live                          int // buckets held in memory
-}
-
-// Counts sums the partitions' and coordinators' counters.
-func (g *Group) Counts() Counts {
-	g.mu.Lock()
-	n := g.counts
-	g.mu.Unlock()
-	for i := range g.parts {
-		g.Run(i, func(p *Partition) {
-			n.Grants += p.counts.Grants
-			n.Denials += p.counts.Denials
-			n.Reservations += p.counts.Reservations
-			n.Live += p.buckets.len()
-		})
-	}
-	return n
-}
-
 // NewGroup makes n partitions sharing log and clock (Unix nanoseconds).
 func NewGroup(n int, log Log, clock func() int64) *Group {
 	g := &Group{parts: make([]*Partition, n), clock: clock}
@@ -50,6 +28,19 @@ func NewGroup(n int, log Log, clock func() int64) *Group {
 		g.parts[i].group = g
 	}
 	return g
+}
+
+// SetMaxBuckets bounds the buckets the group holds to about n (0: no
+// bound): each partition holds at most n/Partitions, rounded up. Only
+// before Start.
+func (g *Group) SetMaxBuckets(n int) {
+	per := 0
+	if n > 0 {
+		per = (n + len(g.parts) - 1) / len(g.parts)
+	}
+	for _, p := range g.parts {
+		p.maxBuckets = per
+	}
 }
 
 // Start starts the partitions' goroutines.
@@ -69,8 +60,14 @@ func (g *Group) Stop() {
 	}
 }
 
-// N is the number of partitions.
-func (g *Group) N() int { return len(g.parts) }
+// Partitions is the number of partitions.
+func (g *Group) Partitions() int { return len(g.parts) }
+
+// Close stops the partitions (see Stop); it returns nil.
+func (g *Group) Close() error {
+	g.Stop()
+	return nil
+}
 
 // QueueOnly makes every message queue for the partitions' goroutines, as
 // if no partition were ever idle: tests run the protocol on that path too
@@ -111,7 +108,7 @@ func (g *Group) Route(hash uint64, shard uint32) int32 {
 // (name, key) hashes to h, into its partition. Only before Start.
 func (g *Group) Restore(id BucketID, h uint64, s bucket.State, lim *bucket.Limit, del bool) {
 	p := g.parts[g.Route(h, id.Shard)]
-	bh := TableHash(bucket.NameHash(id.Name), id.Key, id.Shard)
+	bh := bucket.ShardHash(bucket.TableHash(bucket.NameHash(id.Name), id.Key), id.Shard)
 	if del {
 		p.buckets.del(bh, id)
 		return
@@ -184,10 +181,12 @@ func (g *Group) twoPhase(c *Call) {
 	<-c.done
 }
 
-// Peek fills the states of c's items (as stored, or fresh), holding none.
+// Peek fills the states of c's items (as stored, or fresh), holding none,
+// and sets c.Now to a clock reading taken after them.
 func (g *Group) Peek(c *Call) {
 	g.group(c)
 	g.phase(c, kindPeek, c.ranges)
+	c.Now = g.clock()
 }
 
 // Reset deletes c's items' buckets, durably.
@@ -219,7 +218,7 @@ func (g *Group) phase(c *Call, k kind, spans []span) {
 		// One clock reading for every span this caller runs itself (a
 		// span queued for a busy partition is decided in its batch, at
 		// that batch's reading). Only send reads it, below.
-		c.now = g.clock()
+		c.spanNow = g.clock()
 	}
 	c.begin(len(spans))
 	for _, s := range spans {
@@ -233,7 +232,7 @@ func (g *Group) phase(c *Call, k kind, spans []span) {
 			c.partDone()
 		}
 	}
-	c.now = 0
+	c.spanNow = 0
 	<-c.done
 }
 

@@ -37,7 +37,7 @@ func (p *Partition) handle(m msg) {
 		}
 		p.decide(m)
 	case kindPeek:
-		p.load(m, false)
+		_ = p.load(m, false) // items serve no member: never refused
 		c.partDone()
 	case kindChain:
 		p.chain(m)
@@ -74,8 +74,17 @@ func (p *Partition) blocked(m msg) bool {
 }
 
 // load fills the items' states from the map, holding them if hold is set.
-func (p *Partition) load(m msg, hold bool) {
+// It returns ErrFull, loading nothing, if the partition holds its most
+// buckets and an item that a member may write is absent (see full).
+func (p *Partition) load(m msg, hold bool) error {
 	c := m.call
+	if p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets {
+		for i := m.lo; i < m.hi; i++ {
+			if it := &c.Items[i]; it.canon == i && p.refuses(c, it) {
+				return ErrFull
+			}
+		}
+	}
 	for i := m.lo; i < m.hi; i++ {
 		it := &c.Items[i]
 		if it.canon != i {
@@ -86,6 +95,18 @@ func (p *Partition) load(m msg, hold bool) {
 			p.held[it.ID] = c
 		}
 	}
+	return nil
+}
+
+// refuses reports whether it names a bucket the partition does not hold
+// and may have to store: one a member takes from or credits. Only called
+// when the partition holds its most buckets.
+func (p *Partition) refuses(c *Call, it *Item) bool {
+	if it.member < 0 || c.Members[it.member].Op == OpCheck {
+		return false
+	}
+	_, ok := p.buckets.get(it.Hash, it.ID)
+	return !ok
 }
 
 // loadItem loads it's bucket, or a full one if it is absent. An absent
@@ -107,7 +128,11 @@ func (p *Partition) decide(m msg) {
 	c := m.call
 	wrote := false
 	if c.Atomic {
-		p.load(m, false)
+		if err := p.load(m, false); err != nil {
+			p.counts.Refused++
+			p.fail(m, err)
+			return
+		}
 		granted := decideAll(c, p.now)
 		p.counts.count(c, granted)
 		if granted {
@@ -123,6 +148,11 @@ func (p *Partition) decide(m msg) {
 			p.touchItem(m, i+prefetchWindow)
 			it := &c.Items[i]
 			mem := &c.Members[it.member]
+			if p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets && p.refuses(c, it) {
+				it.Err = ErrFull
+				p.counts.Refused++
+				continue
+			}
 			p.loadItem(it)
 			decideMember(c, mem, p.now)
 			p.counts.countMember(mem)
@@ -193,7 +223,7 @@ func (p *Partition) release(m msg) {
 
 // writes reports whether deciding c may store anything.
 func writes(c *Call) bool {
-	if c.DecideFn != nil {
+	if c.decideHook != nil {
 		return true
 	}
 	for i := range c.Members {

@@ -139,7 +139,7 @@ func itemFor(g *Group, lim *bucket.Limit, name, key string, shard uint32) Item {
 	h := bucket.Hash(name, key)
 	return Item{
 		ID:   BucketID{Name: name, Key: key, Shard: shard},
-		Hash: TableHash(bucket.NameHash(name), key, shard),
+		Hash: bucket.ShardHash(bucket.TableHash(bucket.NameHash(name), key), shard),
 		Lim:  lim,
 		Part: g.Route(h, shard),
 	}

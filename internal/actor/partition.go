@@ -44,26 +44,29 @@ type Partition struct {
 	wake     chan struct{}
 	exited   chan struct{}
 
-	group     *Group
-	log       Log
-	nolog     bool // log is NopLog (memory mode): no records, no waiters
-	clock     func() int64
-	buckets   table
-	held      map[BucketID]*Call // buckets prepared by a call, until its commit or abort
-	parked    map[BucketID][]msg // messages waiting for a held bucket
-	freed     []BucketID         // buckets released this batch, whose parked messages may run
-	rerun     bool               // wakeParked is running a parked message
-	failed    error              // the log's error, read once per batch
-	now       int64              // the batch's clock reading
-	last      int64              // the latest reading any batch (or sweep) here used
-	dropped   int64              // the latest reading at which a full bucket was dropped here (see loadItem)
-	recs      []wal.Record       // this batch's records
-	recSlot   [256]int32         // by table hash: a record of this batch to replace (see record)
-	pending   []msg              // this batch's messages that wrote records
-	counts    Counts             // decisions made here
-	ahead     prefetcher         // how far this batch's lookups were touched
-	lastItems int                // items of the largest message in the last batch
-	solo      [1]msg             // the batch of a caller that runs its own message
+	group *Group
+	log   Log
+	nolog bool // log is NopLog (memory mode): no records, no waiters
+	// maxBuckets is the most buckets the partition holds (0: no bound):
+	// a request that needs another is refused with ErrFull.
+	maxBuckets int
+	clock      func() int64
+	buckets    table
+	held       map[BucketID]*Call // buckets prepared by a call, until its commit or abort
+	parked     map[BucketID][]msg // messages waiting for a held bucket
+	freed      []BucketID         // buckets released this batch, whose parked messages may run
+	rerun      bool               // wakeParked is running a parked message
+	failed     error              // the log's error, read once per batch
+	now        int64              // the batch's clock reading
+	last       int64              // the latest reading any batch (or sweep) here used
+	dropped    int64              // the latest reading at which a full bucket was dropped here (see loadItem)
+	recs       []wal.Record       // this batch's records
+	recSlot    [256]int32         // by table hash: a record of this batch to replace (see record)
+	pending    []msg              // this batch's messages that wrote records
+	counts     Counts             // decisions made here
+	ahead      prefetcher         // how far this batch's lookups were touched
+	lastItems  int                // items of the largest message in the last batch
+	solo       [1]msg             // the batch of a caller that runs its own message
 }
 
 func newPartition(log Log, clock func() int64) *Partition {
@@ -109,7 +112,7 @@ func (p *Partition) send(m msg) bool {
 	defer crashUnlessRan(&ran)
 
 	p.solo[0] = m
-	p.processAt(p.solo[:], m.call.now)
+	p.processAt(p.solo[:], m.call.spanNow)
 	p.solo[0] = msg{}
 
 	p.mu.Lock()

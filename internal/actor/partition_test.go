@@ -177,10 +177,10 @@ func TestPanicOnCallerCrashes(t *testing.T) {
 // partition of the chain.
 func blockingDecide(c *Call) (entered, rel chan struct{}) {
 	entered, rel = make(chan struct{}), make(chan struct{})
-	c.DecideFn = func(c *Call, now int64) bool {
+	c.decideHook = func(c *Call, now int64) bool {
 		close(entered)
 		<-rel
-		c.DecideFn = nil
+		c.decideHook = nil
 		return decideAll(c, now)
 	}
 	return entered, rel

@@ -1,14 +1,13 @@
 package actor
 
 import (
-	"hash/maphash"
 	"math/rand/v2"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // table is a partition's bucket map, keyed by the bucket's 64-bit table
-// hash (Item.Hash, see TableHash) and verified against the full id on every hit; the
+// hash (Item.Hash: bucket.TableHash and bucket.ShardHash) and verified against the full id on every hit; the
 // (astronomically rare) ids whose hash is taken by another live id are
 // kept, exactly, in an overflow map.
 //
@@ -24,7 +23,7 @@ import (
 //   - SweepSome can resume where it stopped, and sparse subtables shrink,
 //     so memory follows the live buckets.
 //
-// The table hash is seeded per process (TableHash), and positions mix it
+// The table hash is seeded per process (bucket.TableHash), and positions mix it
 // with a random per-table seed as well, so keys chosen to collide or to
 // pile up in one place cannot be found offline.
 type table struct {
@@ -66,25 +65,6 @@ func newTable() table {
 
 func newSubtable(depth, slots int) *subtable {
 	return &subtable{depth: depth, tags: make([]uint64, slots), ents: make([]entry, slots)}
-}
-
-// BucketHash mixes a bucket's (name, key) hash with its shard.
-func BucketHash(h uint64, shard uint32) uint64 {
-	return h ^ uint64(shard)*0x9E3779B97F4A7C15
-}
-
-// keySeed keys TableHash, per process. The (name, key) hash that routes
-// requests and places fixed windows (bucket.Hash) is unseeded xxhash, which
-// can be run backwards for short keys: keys sharing it can be made at will,
-// and each would be an overflow entry, whose deletion and sweeping cost
-// time linear in the overflow map. With a seeded key hash they cannot be
-// prepared without the seed.
-var keySeed = maphash.MakeSeed()
-
-// TableHash is the table key of the bucket (name, key, shard), nameHash
-// being bucket.NameHash(name): what Item.Hash must hold.
-func TableHash(nameHash uint64, key string, shard uint32) uint64 {
-	return BucketHash(maphash.String(keySeed, key)^nameHash, shard)
 }
 
 // tag is h mixed with the seed (a bijection: murmur3's finalizer), with

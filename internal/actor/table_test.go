@@ -57,7 +57,7 @@ func TestTableCollisionsKeptExactly(t *testing.T) {
 // Deleting the main entry of a colliding hash must keep every overflow
 // entry reachable (promotion). The table is keyed by the hash its callers
 // pass (Item.Hash, Restore's h); del's promotion instead recomputes
-// BucketHash(bucket.Hash(Name, Key), Shard) of each overflow id, so an
+// bucket.ShardHash(bucket.Hash(Name, Key), Shard) of each overflow id, so an
 // entry whose caller-supplied hash is not that recomputation is never
 // promoted and becomes unreachable (get misses it, so its bucket reads as
 // full: over-admission), while a stale copy lingers in overflow.
@@ -91,7 +91,7 @@ func TestTableMatchesMap(t *testing.T) {
 	const keys = 40_000 // ~13 full subtables
 	id := func(k int) (uint64, BucketID) {
 		b := BucketID{Name: "n", Key: "k" + strconv.Itoa(k)}
-		return BucketHash(bucket.Hash(b.Name, b.Key), 0), b
+		return bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0), b
 	}
 	check := func(when string) {
 		t.Helper()
@@ -127,7 +127,7 @@ func TestTableMatchesMap(t *testing.T) {
 			p := &Partition{buckets: tb}
 			for b := range model {
 				if len(b.Key)%2 == 0 {
-					h := BucketHash(bucket.Hash(b.Name, b.Key), 0)
+					h := bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0)
 					p.buckets.put(h, entry{id: b, s: st(10), lim: lim})
 					delete(model, b)
 				}
@@ -151,7 +151,7 @@ func TestTableMatchesMap(t *testing.T) {
 	}
 	// Deleting everything shrinks every subtable back to its minimum.
 	for b := range model {
-		tb.del(BucketHash(bucket.Hash(b.Name, b.Key), 0), b)
+		tb.del(bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0), b)
 		delete(model, b)
 	}
 	p := &Partition{buckets: tb}

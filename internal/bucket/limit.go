@@ -76,7 +76,12 @@ func (l *Limit) Project(s State, now int64) State {
 			return State{Value: min(s.Value, l.Capacity), TS: s.TS}
 		}
 		k := d / uint64(l.Period)
-		return State{Value: min(s.Value+l.Rate*float64(k), l.Capacity), TS: now - int64(d%uint64(l.Period))}
+		// The explicit conversion rounds the product before the sum: Go
+		// may otherwise fuse them into one multiply-add on some
+		// processors, and a store that mirrors this arithmetic elsewhere
+		// (a Redis script) rounds twice.
+		refill := float64(l.Rate * float64(k))
+		return State{Value: min(s.Value+refill, l.Capacity), TS: now - int64(d%uint64(l.Period))}
 	}
 	if d == 0 {
 		return State{Value: min(s.Value, l.Capacity), TS: s.TS}

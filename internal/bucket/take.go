@@ -52,7 +52,7 @@ func (l *Limit) waitFor(p State, now int64, need float64) int64 {
 	}
 	// A token bucket refills from ts on: when the clock went back, the
 	// time until ts comes first.
-	return min(until(now, p.TS)+l.durationFor(short), maxWait)
+	return addWaits(until(now, p.TS), l.durationFor(short))
 }
 
 // untilRepaid is how long a granted state with debt needs to get back to
@@ -122,4 +122,13 @@ func settle(guess int64, ok func(int64) bool) int64 {
 		}
 		lo, step = hi, step*2
 	}
+}
+
+// addWaits is a + b for two waits in [0, maxWait], capped at maxWait:
+// their plain sum can pass the int64 range and wrap negative.
+func addWaits(a, b int64) int64 {
+	if a > maxWait-b {
+		return maxWait
+	}
+	return a + b
 }

@@ -35,13 +35,15 @@ type Options struct {
 	// freelist (faster), and Open rebuilds it by scanning the file
 	// (slower Open on large files). false by default.
 	NoFreelistSync bool
-	// Preallocate is how far past the pages bbolt uses Open makes the
-	// file reach, writing zeros past its end and syncing them, so that
-	// commits extending the log write into space the file system has
-	// already allocated, whose fdatasync needs no journal commit (see
-	// preallocate). 0 means DefaultPreallocate; < 0 writes nothing; above
+	// Preallocate is how far ahead of the pages bbolt uses the file is
+	// kept extended with written and synced zeros, so that commits
+	// extending the log write into space the file system has already
+	// allocated, whose fdatasync needs no journal commit (see
+	// preallocator). Open extends the file that far, and the writer
+	// extends it again while idle; never into the last free space of the
+	// file system. 0 means DefaultPreallocate; < 0 writes nothing; above
 	// MaxPreallocate is ErrInvalidOptions. A failure to write the zeros (a
-	// full disk) is logged as a warning and Open goes on: it only costs
+	// full disk) is given back and logged as a warning: it only costs
 	// speed.
 	Preallocate int64
 }
@@ -64,6 +66,7 @@ type Log struct {
 	version  uint32                // the file's format version; writer goroutine only
 	key      [chunkKeyLen]byte     // writer goroutine only
 	pageSize int                   // the file's page size
+	prealloc *preallocator         // writer goroutine only (and Open, before it starts)
 	failure  atomic.Pointer[error] // sticky commit error
 	pos      atomic.Uint64
 	written  atomic.Int64
@@ -111,11 +114,8 @@ func Open(path string, opts Options) (*Log, error) {
 		pageSize: db.Info().PageSize,
 	}
 	l.pos.Store(last)
-	if opts.Preallocate > 0 {
-		if err := preallocate(db, path, opts.Preallocate); err != nil {
-			logger.Warn("wal: could not preallocate the log's space; commits that grow the file will be slower", "path", path, "err", err)
-		}
-	}
+	l.prealloc = newPreallocator(path, db, opts.Preallocate, logger)
+	l.prealloc.fill(func() bool { return true })
 	logger.Debug("wal: opened", "path", path, "position", last)
 	go l.run()
 	return l, nil
@@ -143,8 +143,16 @@ func openDB(path string, opts Options) (db *bolt.DB, last uint64, version uint32
 		NoFreelistSync: opts.NoFreelistSync,
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, mode)
+			if err != nil {
+				return nil, err
+			}
 			file = f
-			return f, err
+			if err := lockAndCheck(f, opts.LockTimeout); err != nil {
+				file = nil
+				_ = f.Close()
+				return nil, err
+			}
+			return f, nil
 		},
 	})
 	if err != nil {
@@ -169,6 +177,8 @@ func closeQuietly(db *bolt.DB) {
 func mapOpenError(path string, err error) error {
 	var pathErr *fs.PathError
 	switch {
+	case errors.Is(err, ErrLocked) || errors.Is(err, ErrCorrupt):
+		return fmt.Errorf("%w (file %s)", err, path)
 	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("%w: %w (file %s)", ErrLocked, err, path)
 	case errors.As(err, &pathErr):

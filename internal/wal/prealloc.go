@@ -2,78 +2,158 @@ package wal
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// DefaultPreallocate is Options.Preallocate's default: 64 MiB, which is
-// also how many log bytes the limiter writes before it takes a snapshot
-// by default, so a new file's log grows into preallocated space until its
-// first snapshot frees pages for reuse.
-const DefaultPreallocate = 64 << 20
+// DefaultPreallocate is Options.Preallocate's default.
+const DefaultPreallocate = 8 << 20
 
 // MaxPreallocate is the largest Options.Preallocate accepted.
-const MaxPreallocate = 16 << 30
+const MaxPreallocate = 1 << 30
 
-// zeroChunk is how many zero bytes preallocate writes at a time.
+// zeroChunk is how many zero bytes a preallocation step writes (and
+// syncs) at a time, so that the writer, extending the file while idle,
+// is never away from new appends for long.
 const zeroChunk = 1 << 20
 
-// writeZeros writes preallocate's zeros; tests replace it to fail.
+// writeZeros writes preallocation's zeros; tests replace it to fail.
 var writeZeros = (*os.File).WriteAt
 
-// preallocate writes zeros from the end of the file at path up to n bytes
-// past bbolt's high-water mark (the end of the pages it has used), then
-// syncs them. It must run before the writer starts.
+// freeSpace reports the free and total bytes of the file system holding
+// path; tests replace it.
+var freeSpace = statfsFree
+
+// preallocator keeps the file extended with written zeros ahead of the
+// pages bbolt uses.
 //
 // Why: bbolt grows its file by truncating it, which leaves a sparse file,
 // so each commit that extends the log writes into blocks the file system
 // allocates then, and the commit's fdatasync must also get that
-// allocation into the file system's journal. Into blocks written before,
-// an fdatasync only flushes the data. Measured on this project's VM (ext4
-// on a virtio disk), 36 KB written then fdatasync'd, p50 of 400: into a
-// sparse file 0.44-0.50 ms, into fallocated space 0.43-0.52 ms
-// (unwritten extents need journalling too), into written zeros 0.26-0.27
-// ms. A whole commit of 1,000 records (BenchmarkCommitBatch, fsync=true,
-// prealloc=on against off, three counts each): 1.14-1.17 ms against
-// 1.29-1.65 ms. PostgreSQL zero-fills its WAL segments for the same reason.
+// allocation into the file system's journal. Into blocks written (and
+// synced) before, an fdatasync only flushes the data; fallocate is not
+// enough, since unwritten extents need journalling too. PostgreSQL
+// zero-fills its WAL segments for the same reason.
 //
-// It cannot meet bbolt's own writes: bbolt never reads or writes past its
-// high-water mark except in a write transaction's commit, and none runs
-// during Open. Space between the high-water mark and the end of the file
-// (bbolt's own growth by truncation, at most its AllocSize of 16 MiB,
-// once the log outgrew what was preallocated) is left as it is.
-func preallocate(db *bolt.DB, path string, n int64) (err error) {
-	var hwm int64
-	if err := db.View(func(tx *bolt.Tx) error { hwm = tx.Size(); return nil }); err != nil {
-		return err
+// It keeps between step/2 and step bytes of zeros past bbolt's high-water
+// mark: Open extends the file to step past it, and the writer goroutine,
+// whenever it is idle and less than half a step is left, writes more, one
+// synced chunk at a time, so it stays free for the next commit. It never
+// leaves its file system less than a margin free (the larger of two steps
+// and a twentieth of the file system): preallocation is an optimisation,
+// and must not fill a disk other programs share. A write that fails is
+// given back (the file is truncated to where the attempt began) and
+// preallocation stops for this Log, with a warning.
+//
+// It cannot meet bbolt's own writes: it runs before the writer starts or
+// on the writer goroutine between commits, and bbolt writes only inside a
+// commit. bbolt's own growth (by truncation, when the log outgrows the
+// zeros) only ever extends the file.
+type preallocator struct {
+	path     string
+	db       *bolt.DB
+	step     int64
+	pageSize int64
+	logger   *slog.Logger
+	f        *os.File // opened at the first write
+	stopped  bool
+	warned   bool
+	full     int64 // the used size at which the margin stopped the last fill; -1: none
+}
+
+func newPreallocator(path string, db *bolt.DB, step int64, logger *slog.Logger) *preallocator {
+	return &preallocator{path: path, db: db, step: step, pageSize: int64(db.Info().PageSize), logger: logger, stopped: step <= 0, full: -1}
+}
+
+// extents returns the end of the pages bbolt uses and the file's size.
+func (p *preallocator) extents() (used, size int64, err error) {
+	if err := p.db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil }); err != nil {
+		return 0, 0, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	st, err := os.Stat(p.path)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
+	return used, st.Size(), nil
+}
+
+// due reports whether less than half a step of zeros is left (and the
+// margin did not stop a fill since the log last grew).
+func (p *preallocator) due() bool {
+	if p.stopped {
+		return false
+	}
+	used, size, err := p.extents()
+	return err == nil && size-used < p.step/2 && used != p.full
+}
+
+// fill extends the file to a step past the used pages, a chunk at a time,
+// while more() is true (it is asked before each chunk).
+func (p *preallocator) fill(more func() bool) {
+	for !p.stopped && more() {
+		used, size, err := p.extents()
+		if err != nil {
+			p.stop(err)
+			return
 		}
-	}()
-	st, err := f.Stat()
+		end := (used + p.step + p.pageSize - 1) / p.pageSize * p.pageSize
+		if size >= end {
+			return
+		}
+		n := min(end-size, zeroChunk)
+		free, total, err := freeSpace(p.path)
+		if err != nil {
+			p.stop(fmt.Errorf("free space unknown: %w", err))
+			return
+		}
+		if margin := max(2*p.step, int64(total/20)); int64(free)-n < margin {
+			p.full = used
+			if !p.warned {
+				p.warned = true
+				p.logger.Warn("wal: not preallocating: the file system is nearly full", "path", p.path, "free", free, "margin", margin)
+			}
+			return
+		}
+		if err := p.write(size, n); err != nil {
+			p.stop(err)
+			return
+		}
+	}
+}
+
+// write writes n zeros at off (the end of the file) and syncs them; on a
+// failure it truncates the file back to off.
+func (p *preallocator) write(off, n int64) error {
+	if p.f == nil {
+		f, err := os.OpenFile(p.path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		p.f = f
+	}
+	_, err := writeZeros(p.f, make([]byte, n), off)
+	if err == nil {
+		err = p.f.Sync()
+	}
 	if err != nil {
-		return err
-	}
-	page := int64(db.Info().PageSize)
-	end := (hwm + n + page - 1) / page * page
-	off := st.Size()
-	if off >= end {
-		return nil
-	}
-	zeros := make([]byte, zeroChunk)
-	for off < end {
-		m := min(end-off, zeroChunk)
-		if _, err := writeZeros(f, zeros[:m], off); err != nil {
-			return fmt.Errorf("writing zeros at %d: %w", off, err)
+		if terr := p.f.Truncate(off); terr != nil {
+			return fmt.Errorf("writing zeros at %d: %w (and giving them back: %v)", off, err, terr)
 		}
-		off += m
+		_ = p.f.Sync()
+		return fmt.Errorf("writing zeros at %d: %w", off, err)
 	}
-	return f.Sync()
+	return nil
+}
+
+func (p *preallocator) stop(err error) {
+	p.stopped = true
+	p.logger.Warn("wal: preallocation stopped; commits that grow the file will be slower", "path", p.path, "err", err)
+}
+
+func (p *preallocator) close() {
+	if p.f != nil {
+		_ = p.f.Close()
+	}
 }

@@ -96,7 +96,11 @@ func (l *Log) run() {
 		l.mu.Lock()
 		for l.pending.empty() && !l.closing {
 			l.mu.Unlock()
-			<-l.wake
+			if l.Err() == nil && l.prealloc.due() {
+				l.prealloc.fill(l.idle) // a chunk at a time, while nothing is pending
+			} else {
+				<-l.wake
+			}
 			l.mu.Lock()
 		}
 		if l.pending.empty() {
@@ -114,6 +118,13 @@ func (l *Log) run() {
 		l.spare = b
 		l.mu.Unlock()
 	}
+}
+
+// idle reports whether nothing is pending and the log is not closing.
+func (l *Log) idle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pending.empty() && !l.closing
 }
 
 // settleRounds bounds how many times the writer yields before a commit to
@@ -217,6 +228,7 @@ func (l *Log) Close() error {
 		l.signal()
 		<-l.done
 		l.closeErr = l.Err()
+		l.prealloc.close()
 		if err := l.db.Close(); err != nil {
 			l.closeErr = errors.Join(l.closeErr, fmt.Errorf("wal: close: %w", err))
 		}

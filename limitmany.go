@@ -28,7 +28,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 	c := actor.NewCall()
 	sc := manyPool.Get().(*manyScratch)
 	defer manyPool.Put(sc)
-	sc.reset(l.group.N())
+	sc.reset(l.store.Partitions())
 	sharded := false
 	sc.touch = touchKeys(rs)
 	var d *limitDef // the previous request's limit: batches mostly repeat one
@@ -52,9 +52,9 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		default:
 			out = append(out, Decision{Status: Status{Limit: d.name}})
 			h := bucket.HashWith(d.nameHash, r.Key)
-			part := l.group.Route(h, 0)
+			part := l.store.Route(h, 0)
 			sc.add(h, part, int32(i))
-			c.Members = append(c.Members, actor.Member{Op: actor.OpTake, Count: n, Reserve: r.Reserve, Second: -1, Def: d})
+			c.Members = append(c.Members, actor.Member{Op: r.op(), Count: n, Reserve: r.Reserve, Second: -1, Def: d})
 		}
 	}
 	// Place the items grouped by partition, in request order within each.
@@ -62,21 +62,16 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 	c.SetItems(len(c.Members))
 	for m := range c.Members {
 		d := c.Members[m].Def.(*limitDef)
-		h, part := sc.hash[m], sc.part[m]
+		part := sc.part[m]
 		pos := sc.next[part]
 		sc.next[part]++
 		key := rs[sc.req[m]].Key
-		c.SetItem(pos, actor.Item{
-			ID:    actor.BucketID{Name: d.name, Key: key},
-			Hash:  actor.TableHash(d.nameHash, key, 0),
-			Lim:   &d.perShard,
-			Phase: d.phaseFor(h),
-			Part:  part,
-		}, int32(m))
+		h := keyHashes{route: sc.hash[m], table: bucket.TableHash(d.nameHash, key)}
+		c.SetItem(pos, l.item(d, key, h, 0), int32(m))
 		c.Members[m].First = pos
 	}
 	if len(c.Members) > 0 {
-		abandoned, err := l.group.Decide(ctx, c)
+		abandoned, err := l.store.Decide(ctx, c)
 		if err != nil {
 			for i := range out {
 				if out[i].Err == nil || out[i].Err == errLater {

@@ -61,7 +61,7 @@ func TestSweepOverCollisions(t *testing.T) {
 			}
 			// A non-colliding neighbour that is not full.
 			other := BucketID{Name: "n", Key: "other"}
-			p.buckets.put(BucketHash(bucket.Hash(other.Name, other.Key), 0), entry{id: other, s: st(4), lim: lim})
+			p.buckets.put(bucket.ShardHash(bucket.Hash(other.Name, other.Key), 0), entry{id: other, s: st(4), lim: lim})
 			seen := map[BucketID]int{}
 			dropped := p.Sweep(t0, func(id BucketID, s bucket.State) { seen[id]++ })
 			wantDropped := 0
@@ -104,7 +104,7 @@ func TestSweepSomeCoversEverything(t *testing.T) {
 		if k%3 == 0 {
 			v = 10 // full
 		}
-		p.buckets.put(BucketHash(bucket.Hash(b.Name, b.Key), 0), entry{id: b, s: st(v), lim: lim})
+		p.buckets.put(bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0), entry{id: b, s: st(v), lim: lim})
 	}
 	dropped, calls := 0, 0
 	for examined := 0; examined < n; calls++ {
@@ -137,7 +137,7 @@ func TestSweepSomeInterleavedWithChurn(t *testing.T) {
 	const keys = 30_000
 	id := func(k int) (uint64, BucketID) {
 		b := BucketID{Name: "n", Key: "k" + strconv.Itoa(k)}
-		return BucketHash(bucket.Hash(b.Name, b.Key), 0), b
+		return bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0), b
 	}
 	for round := 0; round < 200; round++ {
 		for i := 0; i < 500; i++ {
@@ -168,7 +168,7 @@ func TestSweepSomeInterleavedWithChurn(t *testing.T) {
 		}
 		// Whatever was dropped was full; whatever is left is intact.
 		for b, v := range model {
-			h := BucketHash(bucket.Hash(b.Name, b.Key), 0)
+			h := bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0)
 			e, ok := p.buckets.get(h, b)
 			switch {
 			case !ok && v < 10:

@@ -1,0 +1,59 @@
+package actor
+
+// Counts are decision counters.
+type Counts struct {
+	Grants, Denials, Reservations uint64
+	// Refused counts requests refused because they needed a new bucket
+	// while their partition held its most (ErrFull).
+	Refused uint64
+	Live    int // buckets held in memory
+}
+
+// Counts sums the partitions' and coordinators' counters.
+func (g *Group) Counts() Counts {
+	g.mu.Lock()
+	n := g.counts
+	g.mu.Unlock()
+	for i := range g.parts {
+		g.Run(i, func(p *Partition) {
+			n.Grants += p.counts.Grants
+			n.Denials += p.counts.Denials
+			n.Reservations += p.counts.Reservations
+			n.Refused += p.counts.Refused
+			n.Live += p.buckets.len()
+		})
+	}
+	return n
+}
+
+// count adds an atomic call's outcome (one decision) to n.
+func (n *Counts) count(c *Call, granted bool) {
+	if c.uncounted || !writes(c) {
+		return
+	}
+	if !granted {
+		n.Denials++
+		return
+	}
+	n.Grants++
+	for i := range c.Members {
+		if c.Members[i].RetryAfter > 0 {
+			n.Reservations++
+			return
+		}
+	}
+}
+
+// countMember adds one independent member's outcome to n.
+func (n *Counts) countMember(m *Member) {
+	switch {
+	case m.Op != OpTake:
+	case !m.OK:
+		n.Denials++
+	case m.RetryAfter > 0:
+		n.Grants++
+		n.Reservations++
+	default:
+		n.Grants++
+	}
+}

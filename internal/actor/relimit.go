@@ -1,0 +1,24 @@
+package actor
+
+import "github.com/seed7fbd42b6/ratelimit/internal/bucket"
+
+// Relimit sets the limit of every bucket the partition holds to
+// limit(id, current), for a function passed to Group.Run when the limits
+// change at run time: sweeps then judge a bucket full by its new limit. A
+// nil limit keeps the bucket but never drops it as full (as for a bucket
+// recovered under an unknown limit).
+func (p *Partition) Relimit(limit func(id BucketID, current *bucket.Limit) *bucket.Limit) {
+	t := &p.buckets
+	t.each(0, func(s *subtable, _ int) {
+		for i, tag := range s.tags {
+			if tag != 0 {
+				e := &s.ents[i]
+				e.lim = limit(e.id, e.lim)
+			}
+		}
+	})
+	for id, o := range t.overflow {
+		o.e.lim = limit(id, o.e.lim)
+		t.overflow[id] = o
+	}
+}

@@ -1,0 +1,220 @@
+package boltcheck
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// sampleFile builds a bbolt file with nested buckets, an inline bucket,
+// branch pages and overflow values, and returns its bytes.
+func sampleFile(t testing.TB, syncFreelist bool) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sample.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: !syncFreelist})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("log"))
+		if err != nil {
+			return err
+		}
+		for i := range 2000 {
+			if err := b.Put(binary.BigEndian.AppendUint64(nil, uint64(i)), bytes.Repeat([]byte{byte(i)}, 40)); err != nil {
+				return err
+			}
+		}
+		if err := b.Put([]byte("zz-big"), bytes.Repeat([]byte("v"), 3*4096)); err != nil {
+			return err
+		}
+		outer, err := tx.CreateBucket([]byte("snapshot"))
+		if err != nil {
+			return err
+		}
+		inner, err := outer.CreateBucket([]byte("chunks"))
+		if err != nil {
+			return err
+		}
+		for i := range 300 {
+			if err := inner.Put([]byte(fmt.Sprintf("chunk-%04d", i)), bytes.Repeat([]byte("c"), 100)); err != nil {
+				return err
+			}
+		}
+		small, err := tx.CreateBucket([]byte("meta"))
+		if err != nil {
+			return err
+		}
+		return small.Put([]byte("magic"), []byte("m"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second transaction frees pages, so a synced freelist has ids.
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("log")).Delete([]byte("zz-big")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func check(b []byte) error { return Check(bytes.NewReader(b), int64(len(b))) }
+
+func TestCheckAcceptsAWellFormedFile(t *testing.T) {
+	for _, synced := range []bool{false, true} {
+		if err := check(sampleFile(t, synced)); err != nil {
+			t.Errorf("freelist synced %v: %v", synced, err)
+		}
+	}
+}
+
+// pagesOf returns the ids of the pages of the given type in b, from the
+// page headers (pages of a file just written by bbolt name themselves).
+func pagesOf(b []byte, flags uint16) []int {
+	var ids []int
+	for id := 2; (id+1)*4096 <= len(b); id++ {
+		p := b[id*4096:]
+		if binary.LittleEndian.Uint64(p) == uint64(id) && binary.LittleEndian.Uint16(p[8:]) == flags && binary.LittleEndian.Uint16(p[10:]) > 1 {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func hwm(b []byte) uint64 {
+	m0, m1 := b[16:], b[4096+16:]
+	if binary.LittleEndian.Uint64(m1[48:]) > binary.LittleEndian.Uint64(m0[48:]) {
+		return binary.LittleEndian.Uint64(m1[40:])
+	}
+	return binary.LittleEndian.Uint64(m0[40:])
+}
+
+// Each kind of damage that would crash bbolt's walk (or silently lose a
+// commit) is found, and reported as ErrDamaged.
+func TestCheckFindsDamage(t *testing.T) {
+	cases := []struct {
+		name    string
+		synced  bool
+		damage  func(b []byte) []byte
+		message string
+	}{
+		{"truncated below the high-water mark", false, func(b []byte) []byte { return b[:(hwm(b)-1)*4096] }, "high-water mark"},
+		{"shorter than a meta page", false, func(b []byte) []byte { return b[:50] }, "no valid meta"},
+		{"newer meta page damaged", false, func(b []byte) []byte {
+			off := 16
+			if binary.LittleEndian.Uint64(b[4096+16+48:]) > binary.LittleEndian.Uint64(b[16+48:]) {
+				off = 4096 + 16
+			}
+			b[off+30] ^= 1
+			return b
+		}, "last transaction may be lost"},
+		{"both meta pages damaged", false, func(b []byte) []byte { b[16] ^= 1; b[4096+16] ^= 1; return b }, "no valid meta"},
+		{"page names another id", false, func(b []byte) []byte {
+			id := pagesOf(b, leafPage)[0]
+			b[id*4096] ^= 0x40
+			return b
+		}, "names itself"},
+		{"page of an unknown type", false, func(b []byte) []byte {
+			id := pagesOf(b, leafPage)[0]
+			binary.LittleEndian.PutUint16(b[id*4096+8:], 0x20)
+			return b
+		}, "flags"},
+		{"overflow past the high-water mark", false, func(b []byte) []byte {
+			id := pagesOf(b, leafPage)[0]
+			binary.LittleEndian.PutUint32(b[id*4096+12:], 1<<30)
+			return b
+		}, "overflow"},
+		{"child beyond the high-water mark", false, func(b []byte) []byte {
+			id := pagesOf(b, branchPage)[0]
+			binary.LittleEndian.PutUint64(b[id*4096+16+8:], hwm(b)+7)
+			return b
+		}, "outside"},
+		{"child reached twice", false, func(b []byte) []byte {
+			id := pagesOf(b, branchPage)[0]
+			first := binary.LittleEndian.Uint64(b[id*4096+16+8:])
+			binary.LittleEndian.PutUint64(b[id*4096+16+16+8:], first)
+			return b
+		}, "reached twice"},
+		{"key past the end of its page", false, func(b []byte) []byte {
+			id := pagesOf(b, leafPage)[0]
+			binary.LittleEndian.PutUint32(b[id*4096+16+8:], 1<<31) // ksize of element 0
+			return b
+		}, "passes the end"},
+		{"more elements than the page holds", false, func(b []byte) []byte {
+			id := pagesOf(b, leafPage)[0]
+			binary.LittleEndian.PutUint16(b[id*4096+10:], 0xFFFF)
+			return b
+		}, "do not fit"},
+		{"keys out of order", false, func(b []byte) []byte {
+			id := pagesOf(b, leafPage)[0]
+			e0, e1 := b[id*4096+16:id*4096+32], b[id*4096+32:id*4096+48]
+			pos0, pos1 := binary.LittleEndian.Uint32(e0[4:]), binary.LittleEndian.Uint32(e1[4:])
+			// Swap the keys (pos counts from each element itself).
+			binary.LittleEndian.PutUint32(e0[4:], pos1+16)
+			binary.LittleEndian.PutUint32(e1[4:], pos0-16)
+			return b
+		}, "order"},
+		{"freelist names a page in use", true, func(b []byte) []byte {
+			for _, off := range []int{16, 4096 + 16} {
+				fl := binary.LittleEndian.Uint64(b[off+32:])
+				p := b[int(fl)*4096:]
+				if binary.LittleEndian.Uint16(p[8:]) == freelistPage && binary.LittleEndian.Uint16(p[10:]) > 0 {
+					binary.LittleEndian.PutUint64(p[16:], binary.LittleEndian.Uint64(b[off+16:])) // the root's page
+				}
+			}
+			return b
+		}, "both free and in use"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := c.damage(sampleFile(t, c.synced))
+			err := check(b)
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("Check = %v, want ErrDamaged", err)
+			}
+			if !bytes.Contains([]byte(err.Error()), []byte(c.message)) {
+				t.Errorf("Check = %v, want a message mentioning %q", err, c.message)
+			}
+		})
+	}
+}
+
+// Walk goes past damage and still reads the rest.
+func TestWalkSkipsDamagedSubtrees(t *testing.T) {
+	b := sampleFile(t, false)
+	id := pagesOf(b, leafPage)[0]
+	b[id*4096] ^= 0x40 // one leaf names another id
+	var keys int
+	problems, err := Walk(bytes.NewReader(b), int64(len(b)), func(path [][]byte, key, value []byte, bucket bool) {
+		if !bucket {
+			keys++
+		}
+	})
+	if err != nil || len(problems) != 1 {
+		t.Fatalf("Walk = %v, %v; want one problem", problems, err)
+	}
+	if keys < 2000 {
+		t.Fatalf("Walk read %d keys, want most of the 2,301", keys)
+	}
+}
+
+// FuzzCheck: Check never panics or hangs on any content.
+func FuzzCheck(f *testing.F) {
+	f.Add(sampleFile(f, false))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = check(b)
+		_, _ = Walk(bytes.NewReader(b), int64(len(b)), func([][]byte, []byte, []byte, bool) {})
+	})
+}

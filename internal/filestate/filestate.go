@@ -1,0 +1,190 @@
+// Package filestate reads the state a limiter's file holds without opening
+// it with bbolt (so without trusting its pages), and writes a state into a
+// new file: for salvaging a damaged file and for inspecting one.
+package filestate
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/boltcheck"
+	"github.com/seed7fbd42b6/ratelimit/internal/snapshot"
+	"github.com/seed7fbd42b6/ratelimit/internal/wal"
+)
+
+// Contents is what a file holds.
+type Contents struct {
+	FileBytes     int64
+	PageSize      int
+	Pages         uint64 // pages in use
+	FormatVersion uint32
+
+	// HasSnapshot: the file holds a snapshot; SnapshotErr says why it
+	// could not be read (its buckets are then missing from Buckets).
+	HasSnapshot     bool
+	SnapshotErr     error
+	SnapshotPos     uint64 // the log position it covers
+	SnapshotRecords int
+	SnapshotBytes   int64
+	SnapshotNewest  int64 // the latest ts among its records (Unix ns), 0 if none
+
+	Truncated  uint64 // the highest log position a snapshot ever dropped
+	LogBatches int    // batches after the snapshot that decoded cleanly (with records)
+	LogRecords int
+	LogBytes   int64
+	LogLast    uint64 // the last batch's sequence number
+	LogNewest  int64  // the latest ts among its records (Unix ns), 0 if none
+
+	// Buckets is the state: every bucket stored (not deleted), in order of
+	// name, key and shard.
+	Buckets []wal.Record
+	// Problems lists what could not be read. Empty means the file holds
+	// exactly what its limiter last committed.
+	Problems []error
+}
+
+// Read reads the file at path leniently: damage it can go past is listed in
+// Contents.Problems. It fails with an error wrapping wal.ErrLocked while a
+// limiter has the file open, wal.ErrCorrupt when the file is not a
+// limiter's file (or no meta page is valid), and wal.ErrVersion when a
+// newer version wrote it.
+func Read(path string) (*Contents, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := lockShared(f); err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		meta            = map[string][]byte{}
+		logEntries      []wal.Entry
+		head            []byte
+		chunks          []wal.Entry
+		top             = map[string]bool{}
+		snapshotEntries int64
+	)
+	problems, err := boltcheck.Walk(f, st.Size(), func(path [][]byte, key, value []byte, bucket bool) {
+		switch p := pathString(path); {
+		case p == "":
+			top[string(key)] = true
+		case p == "meta" && !bucket:
+			meta[string(key)] = value
+		case p == "log" && !bucket:
+			logEntries = append(logEntries, wal.Entry{Key: key, Value: value})
+		case p == "snapshot" && !bucket && string(key) == "head":
+			head = value
+		case p == "snapshot/chunks" && !bucket:
+			chunks = append(chunks, wal.Entry{Key: key, Value: value})
+			snapshotEntries += int64(len(value))
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", wal.ErrCorrupt, err)
+	}
+	fs, _ := boltcheck.Open(f, st.Size(), false)
+	c := &Contents{FileBytes: st.Size(), PageSize: fs.PageSize(), Pages: fs.Pages(), Problems: problems}
+	if !top["meta"] || string(meta["magic"]) != wal.Magic {
+		if len(problems) == 0 {
+			return nil, fmt.Errorf("%w: not a limiter's file (no %q magic)", wal.ErrCorrupt, wal.Magic)
+		}
+		c.Problems = append(c.Problems, fmt.Errorf("%w: the meta bucket is unreadable", wal.ErrCorrupt))
+	}
+	if v := meta["version"]; len(v) == 4 {
+		c.FormatVersion = binary.BigEndian.Uint32(v)
+		if c.FormatVersion > wal.FormatVersion {
+			return nil, fmt.Errorf("%w: file format %d, this build reads %d", wal.ErrVersion, c.FormatVersion, wal.FormatVersion)
+		}
+	}
+	if t := meta["truncated"]; len(t) == 8 {
+		c.Truncated = binary.BigEndian.Uint64(t)
+	}
+
+	state := map[bucketID]wal.Record{}
+	apply := func(r wal.Record) {
+		id := bucketID{r.Name, r.Key, r.Shard}
+		if r.Delete {
+			delete(state, id)
+		} else {
+			state[id] = r
+		}
+	}
+	c.HasSnapshot = top["snapshot"]
+	if c.HasSnapshot {
+		c.SnapshotPos, c.SnapshotRecords, c.SnapshotErr = snapshot.Salvage(head, chunks, func(r wal.Record) {
+			c.SnapshotNewest = max(c.SnapshotNewest, r.TS)
+			apply(r)
+		})
+		c.SnapshotBytes = snapshotEntries
+		if c.SnapshotErr != nil {
+			c.Problems = append(c.Problems, fmt.Errorf("the snapshot is unreadable, so the buckets it held are missing: %w", c.SnapshotErr))
+		}
+	}
+	after := c.SnapshotPos
+	if c.SnapshotErr != nil {
+		after = c.Truncated // the batches up to it went with the snapshot
+	}
+	var prevSeq uint64
+	last, n, logProblems := wal.SalvageLog(logEntries, after, func(seq uint64, r wal.Record) {
+		if seq != prevSeq {
+			c.LogBatches++
+			prevSeq = seq
+		}
+		c.LogRecords++
+		c.LogNewest = max(c.LogNewest, r.TS)
+		apply(r)
+	})
+	c.LogLast, c.LogBytes = last, n
+	c.Problems = append(c.Problems, logProblems...)
+	for _, r := range state {
+		c.Buckets = append(c.Buckets, r)
+	}
+	slices.SortFunc(c.Buckets, func(a, b wal.Record) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Shard, b.Shard))
+	})
+	return c, nil
+}
+
+type bucketID struct {
+	name, key string
+	shard     uint32
+}
+
+func pathString(path [][]byte) string { return string(bytes.Join(path, []byte("/"))) }
+
+// Write creates a limiter's file at path, which must not exist, holding
+// exactly recs (as one snapshot).
+func Write(path string, recs []wal.Record) (err error) {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s: %w", path, os.ErrExist)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	log, err := wal.Open(path, wal.Options{NoFreelistSync: true, Preallocate: -1, LockTimeout: -1})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := log.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	return snapshot.Write(log.DB(), log.Position(), func(emit func(wal.Record) error) error {
+		for _, r := range recs {
+			if err := emit(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil)
+}

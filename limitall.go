@@ -1,0 +1,158 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+)
+
+// LimitAll asks every request at once: all are granted or none is, never
+// over any limit, and concurrent calls cannot deadlock. A request with
+// CheckOnly set is decided with the others (if it is denied, so is the
+// call) but takes nothing. RetryAfter is the latest of the requests' (of
+// the denied ones, for a denial); Limit, Remaining and ResetAfter are
+// those of the denied request with the latest RetryAfter, or, for a grant,
+// of the request left with the fewest tokens. A bad request makes the
+// whole call an error with nothing taken. Requests naming one bucket
+// several times are decided in order; if they could never be granted
+// together it is ErrInvalidCount, and if they give its limit two
+// different configs, ErrInvalidConfig.
+func (l *Limiter) LimitAll(ctx context.Context, rs ...Request) (Status, error) {
+	st, _, err := l.limitAll(ctx, rs, nil, false)
+	return st, err
+}
+
+// LimitAllStatuses is LimitAll that also reports each request's own part
+// of the decision: each[i] (appended to each[:0]; reuse it to avoid
+// allocating) is request i's status as decided in order within the call.
+// Its OK says whether its part could be granted after the parts before
+// it; when the call as a whole is denied nothing was taken, and the
+// Remaining of a part that could be granted is what it would have left.
+func (l *Limiter) LimitAllStatuses(ctx context.Context, rs []Request, each []Status) (Status, []Status, error) {
+	return l.limitAll(ctx, rs, each[:0], true)
+}
+
+func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, report bool) (Status, []Status, error) {
+	if err := l.usable(ctx); err != nil {
+		return Status{}, each, err
+	}
+	if len(rs) == 0 {
+		return Status{OK: true}, each, nil
+	}
+	c := actor.NewCall()
+	c.Atomic = true
+	defs := make([]*limitDef, len(rs))
+	for i, r := range rs {
+		err := checkKey(r.Key)
+		var d *limitDef
+		if err == nil {
+			d, err = l.resolve(r.Name, r.Config)
+		}
+		if err == nil {
+			var n float64
+			if n, err = d.count(r.Count, r.Reserve); err == nil {
+				defs[i] = d
+				l.addMember(c, d, r.Key, r.op(), n, r.Reserve)
+				continue
+			}
+		}
+		c.Release()
+		return Status{}, each, fmt.Errorf("request %d: %w", i, err)
+	}
+	if err := repeatsFit(rs, defs, c.Members); err != nil {
+		c.Release()
+		return Status{}, each, err
+	}
+	if abandoned, err := l.store.Decide(ctx, c); err != nil {
+		if !abandoned {
+			c.Release()
+		}
+		return Status{}, each, err
+	}
+	defer c.Release()
+	if err := l.itemErr(c.FirstErr()); err != nil {
+		return Status{}, each, err
+	}
+	granted := true
+	for i := range c.Members {
+		granted = granted && c.Members[i].OK
+	}
+	var st Status
+	for i := range c.Members {
+		ms := defs[i].status(&c.Members[i])
+		if report {
+			each = append(each, ms)
+		}
+		switch {
+		case granted:
+			wait := max(st.RetryAfter, ms.RetryAfter)
+			if st.Limit == "" || ms.Remaining < st.Remaining {
+				st = ms
+			}
+			st.RetryAfter = wait
+		case !ms.OK && (st.Limit == "" || ms.RetryAfter > st.RetryAfter):
+			st = ms
+		}
+	}
+	st.OK = granted
+	return st, each, nil
+}
+
+// repeatsFit checks a LimitAll that names one bucket (name and key)
+// several times. The requests must agree on its config: two different
+// ones for the same buckets in one call are ErrInvalidConfig. And they
+// must be able to succeed together, or the call is ErrInvalidCount, not a
+// denial whose RetryAfter never comes true. Members are decided in order,
+// so for an unsharded bucket this replays them on a full bucket, which is
+// the best any time can offer (reserve 1 then take 10 of a 10-token
+// bucket never fits; take 10 then reserve 1 does); a CheckOnly request
+// must fit where it stands but takes nothing. For a sharded limit,
+// whose shards are drawn at random, only the total is checked against
+// every shard's worth.
+func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
+	for i := range rs {
+		d, first, n := defs[i], true, 0
+		for j := range i {
+			if defs[j].name == d.name && rs[j].Key == rs[i].Key {
+				first = false
+				break
+			}
+		}
+		if !first {
+			continue
+		}
+		state := bucket.State{Value: d.perShard.Capacity} // full: the best case
+		total, fits, reserve := 0.0, true, false
+		for j := i; j < len(rs); j++ {
+			if defs[j].name != d.name || rs[j].Key != rs[i].Key {
+				continue
+			}
+			if !d.sameBuckets(defs[j]) {
+				return fmt.Errorf("%w: requests %d and %d give limit %q two different configs", ErrInvalidConfig, i, j, d.name)
+			}
+			n++
+			if !rs[j].CheckOnly {
+				total += ms[j].Count
+			}
+			reserve = reserve || rs[j].Reserve
+			if d.shards == 1 && fits {
+				dec := d.perShard.Take(state, 0, ms[j].Count, rs[j].Reserve)
+				fits = dec.OK
+				if !rs[j].CheckOnly {
+					state = dec.Next
+				}
+			}
+		}
+		if n == 1 {
+			continue
+		}
+		most := d.perShard.MaxCount(reserve) * float64(d.shards)
+		if !fits || total > most {
+			return fmt.Errorf("%w: %v tokens asked of %q/%q in one call, which it can never grant together (at most %v, in this order)",
+				ErrInvalidCount, total, d.name, rs[i].Key, most)
+		}
+	}
+	return nil
+}

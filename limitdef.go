@@ -1,0 +1,108 @@
+package ratelimit
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+)
+
+// limitDef is a validated limit: its config with defaults and the
+// per-shard arithmetic parameters.
+type limitDef struct {
+	name     string
+	nameHash uint64       // bucket.NameHash(name)
+	cfg      Config       // with defaults applied
+	perShard bucket.Limit // one shard's rate, capacity and maxReserved
+	shards   int
+	phase    int64 // fixed-window phase from cfg.Start
+	hasStart bool
+	inline   bool // from a Request.Config, not Options.Limits
+}
+
+// newLimitDefs validates every named limit.
+func newLimitDefs(limits map[string]Config) (map[string]*limitDef, error) {
+	defs := make(map[string]*limitDef, len(limits))
+	for name, c := range limits {
+		d, err := newLimitDef(name, c)
+		if err != nil {
+			return nil, err
+		}
+		defs[name] = d
+	}
+	return defs, nil
+}
+
+func newLimitDef(name string, c Config) (*limitDef, error) {
+	if err := c.validate(name); err != nil {
+		return nil, err
+	}
+	c = c.withDefaults()
+	n := float64(c.Shards)
+	d := &limitDef{
+		name:     name,
+		nameHash: bucket.NameHash(name),
+		cfg:      c,
+		perShard: bucket.Limit{
+			Kind:        bucket.Kind(c.Kind),
+			Rate:        c.Rate / n,
+			Period:      int64(c.Period),
+			Capacity:    c.Capacity / n,
+			MaxReserved: c.MaxReserved / n,
+		},
+		shards: c.Shards,
+	}
+	if !c.Start.IsZero() {
+		d.phase, d.hasStart = bucket.StartPhase(c.Start.UnixNano(), int64(c.Period)), true
+	}
+	if d.perShard.Capacity <= 0 || d.perShard.Rate <= 0 || math.IsInf(d.perShard.Capacity, 0) {
+		return nil, fmt.Errorf("%w: limit %q: capacity and rate per shard must be > 0", ErrInvalidConfig, name)
+	}
+	if c.MaxReserved > 0 && d.perShard.MaxReserved == 0 { // 0 would mean unlimited
+		return nil, fmt.Errorf("%w: limit %q: maxReserved per shard must be > 0 when set", ErrInvalidConfig, name)
+	}
+	return d, nil
+}
+
+// sameBuckets reports whether d and e, limits of one name, decide its
+// buckets alike: same per-shard arithmetic, shard count and phase.
+func (d *limitDef) sameBuckets(e *limitDef) bool {
+	return d == e || d.perShard == e.perShard && d.shards == e.shards && d.hasStart == e.hasStart && d.phase == e.phase
+}
+
+// phaseFor is the fixed-window phase of the key whose (name, key) hash is h.
+func (d *limitDef) phaseFor(h uint64) int64 {
+	if d.hasStart {
+		return d.phase
+	}
+	return bucket.Phase(h, d.perShard.Period)
+}
+
+// count validates a request's count: 0 means 1; it must be finite, >= 0 and
+// at most what the limit can ever grant one request (two shards' worth for a
+// sharded limit).
+func (d *limitDef) count(n float64, reserve bool) (float64, error) {
+	if n == 0 {
+		n = 1
+	}
+	if !finite(n) || n < 0 {
+		return 0, fmt.Errorf("%w: %v", ErrInvalidCount, n)
+	}
+	most := d.perShard.MaxCount(reserve)
+	if d.shards > 1 {
+		most *= 2
+	}
+	if n > most {
+		return 0, fmt.Errorf("%w: %v exceeds the most limit %q can grant at once (%v)", ErrInvalidCount, n, d.name, most)
+	}
+	return n, nil
+}
+
+// checkKey rejects keys the log could not record, before anything is
+// decided.
+func checkKey(key string) error {
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: %d bytes, longer than %d", ErrInvalidKey, len(key), MaxKeyLen)
+	}
+	return nil
+}

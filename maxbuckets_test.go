@@ -1,0 +1,149 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// At MaxBuckets, a request that needs a new bucket is refused with
+// ErrTooManyKeys and takes nothing; requests on the buckets held, and
+// checks, go on; buckets that refill and are dropped make room again.
+func TestMaxBucketsRefusesNewKeysOnly(t *testing.T) {
+	clk := newClock()
+	l, err := Open(Options{Now: clk.Now, Partitions: 4, MaxBuckets: 64,
+		Limits: map[string]Config{"api": tokenBucket(10, 10), "global": tokenBucket(1000, 1000)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	held := 0
+	var refused string
+	for i := 0; i < 1000 && refused == ""; i++ {
+		key := "k" + strconv.Itoa(i)
+		st, err := l.Limit(ctx, Request{Name: "api", Key: key})
+		switch {
+		case errors.Is(err, ErrTooManyKeys):
+			refused = key
+		case err != nil || !st.OK:
+			t.Fatalf("Limit(%s) = %+v, %v", key, st, err)
+		default:
+			held++
+		}
+	}
+	if refused == "" || held > 64 || held < 16 {
+		t.Fatalf("%d buckets held before a refusal (%q), want between 16 and 64", held, refused)
+	}
+	if v := value(t, l, "api", refused).Value; v != 10 {
+		t.Fatalf("a refused request took something: value %v", v)
+	}
+	// Held keys go on; a check of a new key is answered.
+	grant(t, l, Request{Name: "api", Key: "k0", Count: 1})
+	if st, err := l.Check(ctx, Request{Name: "api", Key: refused}); err != nil || !st.OK {
+		t.Fatalf("Check of a new key at the bound = %+v, %v", st, err)
+	}
+	// All or nothing: a LimitAll that needs a new bucket takes nothing.
+	if _, err := l.LimitAll(ctx, Request{Name: "api", Key: "k0"}, Request{Name: "api", Key: refused}); !errors.Is(err, ErrTooManyKeys) {
+		t.Fatalf("LimitAll with a new key at the bound = %v, want ErrTooManyKeys", err)
+	}
+	if v := value(t, l, "api", "k0").Value; v != 8 {
+		t.Fatalf("k0 = %v after a refused LimitAll, want 8", v)
+	}
+	if n := l.Stats().TooManyKeys; n < 2 {
+		t.Fatalf("Stats.TooManyKeys = %d, want the refusals counted", n)
+	}
+	// Refill, drop the full buckets, and there is room again.
+	clk.Advance(time.Hour)
+	if err := l.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	grant(t, l, Request{Name: "api", Key: refused, Count: 1})
+}
+
+// A flood of unique keys against a durable limiter: memory and the file
+// stay within the bound's budget, and the keys it held before the flood
+// are decided as if there had been none. RATELIMIT_FLOOD_KEYS sets the
+// flood's size (the measurement in the README uses 10,000,000).
+func TestMaxBucketsUnderAKeyFlood(t *testing.T) {
+	flood := 200_000
+	if n, err := strconv.Atoi(os.Getenv("RATELIMIT_FLOOD_KEYS")); err == nil {
+		flood = n
+	} else if testing.Short() {
+		flood = 20_000
+	}
+	const bound = 10_000
+	clk := newClock()
+	path := filepath.Join(t.TempDir(), "rl.db")
+	l, err := Open(Options{Path: path, Now: clk.Now, MaxBuckets: bound, LogPreallocate: -1,
+		Limits: map[string]Config{"api": tokenBucket(60, 100)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	users := make([]Request, 100)
+	for i := range users {
+		users[i] = Request{Name: "api", Key: fmt.Sprintf("user-%d", i), Count: 1}
+	}
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rs := make([]Request, 1000)
+	var out []Decision
+	refused, rounds := 0, 0
+	for i := 0; i < flood; i += len(rs) {
+		for j := range rs {
+			rs[j] = Request{Name: "api", Key: "flood-" + strconv.Itoa(i+j)}
+		}
+		out = l.LimitMany(ctx, rs, out)
+		for _, d := range out {
+			if errors.Is(d.Err, ErrTooManyKeys) {
+				refused++
+			} else if d.Err != nil {
+				t.Fatal(d.Err)
+			}
+		}
+		// The users are decided exactly as without a flood: one token
+		// each per round, from buckets of 100.
+		if rounds < 100 {
+			for _, d := range l.LimitMany(ctx, users, nil) {
+				if d.Err != nil || !d.OK || d.Remaining != float64(99-rounds) {
+					t.Fatalf("round %d: a user's decision %+v, want granted with %d left", rounds, d, 99-rounds)
+				}
+			}
+			rounds++
+		}
+	}
+	if refused < flood-bound {
+		t.Fatalf("%d of %d flood keys refused, want at least %d", refused, flood, flood-bound)
+	}
+	st := l.Stats()
+	if st.LiveBuckets > bound {
+		t.Fatalf("%d live buckets, above the bound %d", st.LiveBuckets, bound)
+	}
+	if err := l.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heap := int64(after.HeapInuse) - int64(before.HeapInuse)
+	// A bucket costs ~100 bytes plus its key in memory; the file holds the
+	// log since the last snapshot, which the flood's grants fill.
+	t.Logf("flood of %d keys, bound %d: %d refused, %d live buckets, heap grew %d KiB, file %d KiB",
+		flood, bound, refused, st.LiveBuckets, heap>>10, fi.Size()>>10)
+	if heap > 64<<20 {
+		t.Errorf("heap grew %d MiB under the flood", heap>>20)
+	}
+}

@@ -1,0 +1,85 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
+)
+
+// Salvage of an intact file reports nothing lost and compacts: the new
+// file holds the live buckets, and is smaller than one the log has grown.
+func TestSalvageOfAnIntactFileCompacts(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src.db"), filepath.Join(dir, "dst.db")
+	writeDamagedBase(t, src)
+	clk := ratelimittest.NewClock(damagedT0)
+	l, err := Open(Options{Path: src, Now: clk.Now, LogPreallocate: -1, Limits: damagedLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []Request
+	for key := range damagedKeys() {
+		rs = append(rs, Request{Name: "api", Key: key, Count: 0.001})
+	}
+	for range 20 { // grow the log
+		for _, d := range l.LimitMany(context.Background(), rs, nil) {
+			if d.Err != nil || !d.OK {
+				t.Fatalf("LimitMany: %+v", d)
+			}
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Salvage(src, dst)
+	if err != nil || len(rep.Problems) != 0 || rep.Buckets != len(damagedKeys()) {
+		t.Fatalf("Salvage = %+v, %v; want %d buckets and no problem", rep, err, len(damagedKeys()))
+	}
+	before, _ := os.Stat(src)
+	after, _ := os.Stat(dst)
+	if after.Size() >= before.Size() {
+		t.Errorf("salvaged file %d bytes, original %d: not compacted", after.Size(), before.Size())
+	}
+	l, err = Open(Options{Path: dst, Now: clk.Now, LogPreallocate: -1, Limits: damagedLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for key, n := range damagedKeys() {
+		if v, want := value(t, l, "api", key).Value, 1000-n-0.02; math.Abs(v-want) > 1e-9 {
+			t.Fatalf("%s = %v, want %v", key, v, want)
+		}
+	}
+}
+
+func TestSalvageRefuses(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.db")
+	writeDamagedBase(t, src)
+	foreign := filepath.Join(dir, "foreign.db")
+	if err := os.WriteFile(foreign, []byte("not a database at all, just text"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(Options{Path: src, LogPreallocate: -1, Limits: damagedLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Salvage(src, filepath.Join(dir, "a.db")); !errors.Is(err, ErrLocked) {
+		t.Errorf("Salvage of a file a limiter has open = %v, want ErrLocked", err)
+	}
+	l.Close()
+	if _, err := Salvage(src, foreign); !errors.Is(err, os.ErrExist) {
+		t.Errorf("Salvage into an existing file = %v, want os.ErrExist", err)
+	}
+	if _, err := Salvage(foreign, filepath.Join(dir, "b.db")); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Salvage of a foreign file = %v, want ErrCorrupt", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused salvage left a file behind: %v", err)
+	}
+}

@@ -1,0 +1,53 @@
+package ratelimit
+
+import (
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+)
+
+// SetLimits replaces the named limits (Options.Limits) while the limiter
+// runs, for a service that reloads its configuration. Every Config is
+// validated first: on an error (ErrInvalidConfig) nothing changes.
+//
+// Buckets keep their stored state (value and ts) and are read under the
+// new config from then on, capped at its capacity: the same rule as
+// reopening a file with changed Options.Limits. A bucket of a limit that
+// is removed, or of a shard beyond a limit's new Shards, is kept as it is
+// but no longer used; if the limit comes back it is read again. Requests
+// already under way when SetLimits returns may still be decided under the
+// config they started with. Limits carried inline by requests are not
+// affected. Safe for concurrent use; SetLimits calls are serialised.
+func (l *Limiter) SetLimits(limits map[string]Config) error {
+	if l.closed.Load() || l.store == nil {
+		return ErrClosed
+	}
+	defs, err := newLimitDefs(limits)
+	if err != nil {
+		return err
+	}
+	l.limitsMu.Lock()
+	defer l.limitsMu.Unlock()
+	old := *l.limits.Load()
+	l.limits.Store(&defs)
+	if l.group == nil {
+		return nil // a shared store keeps no limits with its buckets
+	}
+	relimit := func(id actor.BucketID, current *bucket.Limit) *bucket.Limit {
+		if d, ok := defs[id.Name]; ok {
+			if int(id.Shard) < d.shards {
+				return &d.perShard
+			}
+			return nil
+		}
+		if _, ok := old[id.Name]; ok {
+			return nil // removed
+		}
+		return current // an inline limit's bucket
+	}
+	for i := range l.group.Partitions() {
+		if !l.group.Run(i, func(p *actor.Partition) { p.Relimit(relimit) }) {
+			return ErrClosed
+		}
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A bucket keeps its (value, ts) across SetLimits and is read under the
+// new config, capped at the new capacity.
+func TestSetLimitsReadsBucketsUnderTheNewConfig(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		from, to  Config
+		take      float64
+		wantAfter float64 // value right after SetLimits
+		later     time.Duration
+		wantLater float64
+	}{
+		{"capacity lowered caps the value", tokenBucket(10, 10), tokenBucket(10, 5), 2, 5, 0, 5},
+		{"capacity raised keeps the value", tokenBucket(10, 10), tokenBucket(10, 20), 4, 6, 30 * time.Second, 11},
+		{"rate raised refills faster from the stored ts", tokenBucket(10, 10), tokenBucket(60, 10), 10, 0, 5 * time.Second, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := newClock()
+			l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{"api": c.from}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			grant(t, l, Request{Name: "api", Key: "k", Count: c.take})
+			if err := l.SetLimits(map[string]Config{"api": c.to}); err != nil {
+				t.Fatal(err)
+			}
+			if got := value(t, l, "api", "k").Value; got != c.wantAfter {
+				t.Errorf("value after SetLimits = %v, want %v", got, c.wantAfter)
+			}
+			clk.Advance(c.later)
+			if got := value(t, l, "api", "k").Value; got != c.wantLater {
+				t.Errorf("value %v later = %v, want %v", c.later, got, c.wantLater)
+			}
+			if cfg, _ := l.Config("api"); cfg.Capacity != c.to.Capacity || cfg.Rate != c.to.Rate {
+				t.Errorf("Config = %+v, want %+v", cfg, c.to)
+			}
+		})
+	}
+}
+
+// A sweep judges a bucket full by its new limit: one that is full under
+// the old capacity but not the new one is kept, not dropped (a dropped
+// bucket reads as full, which would mint the difference).
+func TestSetLimitsSweepUsesTheNewCapacity(t *testing.T) {
+	clk := newClock()
+	l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{"api": tokenBucket(10, 10)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	grant(t, l, Request{Name: "api", Key: "k", Count: 10})
+	if err := l.SetLimits(map[string]Config{"api": tokenBucket(10, 20)}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)             // 10 tokens: full under the old limit, half under the new
+	if err := l.Snapshot(); err != nil { // in memory: drops full buckets
+		t.Fatal(err)
+	}
+	if got := value(t, l, "api", "k").Value; got != 10 {
+		t.Fatalf("value after a sweep = %v, want 10 (the bucket was dropped as full under the old capacity)", got)
+	}
+}
+
+func TestSetLimitsRefusesABadConfigAndKeepsTheOld(t *testing.T) {
+	l, err := Open(Options{Limits: map[string]Config{"api": tokenBucket(10, 10)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	err = l.SetLimits(map[string]Config{"api": tokenBucket(20, 20), "bad": {Kind: TokenBucket, Rate: -1, Period: time.Second}})
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("SetLimits with a bad config = %v, want ErrInvalidConfig", err)
+	}
+	if cfg, _ := l.Config("api"); cfg.Rate != 10 {
+		t.Fatalf("after a refused SetLimits the rate is %v, want the old 10", cfg.Rate)
+	}
+}
+
+// A removed limit is unknown; its buckets are kept, and read again when
+// it comes back.
+func TestSetLimitsRemoveAndRestore(t *testing.T) {
+	clk := newClock()
+	l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{"api": tokenBucket(10, 10)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	grant(t, l, Request{Name: "api", Key: "k", Count: 7})
+	if err := l.SetLimits(map[string]Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Limit(context.Background(), Request{Name: "api", Key: "k"}); !errors.Is(err, ErrUnknownLimit) {
+		t.Fatalf("Limit on a removed limit = %v, want ErrUnknownLimit", err)
+	}
+	if err := l.Snapshot(); err != nil { // a removed limit's buckets are not dropped
+		t.Fatal(err)
+	}
+	if err := l.SetLimits(map[string]Config{"api": tokenBucket(10, 10)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, l, "api", "k").Value; got != 3 {
+		t.Fatalf("value after the limit came back = %v, want 3", got)
+	}
+}
+
+// SetLimits and reopening a file with the new Options.Limits read a bucket
+// alike.
+func TestSetLimitsMatchesReopening(t *testing.T) {
+	clk := newClock()
+	path := filepath.Join(t.TempDir(), "rl.db")
+	from, to := tokenBucket(10, 10), tokenBucket(5, 4)
+	l, err := Open(Options{Path: path, Now: clk.Now, LogPreallocate: -1, Limits: map[string]Config{"api": from}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant(t, l, Request{Name: "api", Key: "a", Count: 3})
+	grant(t, l, Request{Name: "api", Key: "b", Count: 9})
+	if err := l.SetLimits(map[string]Config{"api": to}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(12 * time.Second)
+	live := []float64{value(t, l, "api", "a").Value, value(t, l, "api", "b").Value}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Open(Options{Path: path, Now: clk.Now, LogPreallocate: -1, Limits: map[string]Config{"api": to}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	reopened := []float64{value(t, l, "api", "a").Value, value(t, l, "api", "b").Value}
+	if live[0] != reopened[0] || live[1] != reopened[1] {
+		t.Fatalf("values after SetLimits %v, after reopening %v: the rules differ", live, reopened)
+	}
+	if live[0] != 4 || live[1] != 2 { // a: 7 capped at 4; b: 1 + 12 s * 5/min
+		t.Fatalf("values %v, want [4 2]", live)
+	}
+}
