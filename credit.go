@@ -69,7 +69,7 @@ func (l *Limiter) spreadCredit(c *actor.Call, d *limitDef, key string, count flo
 	for i := range read.Items {
 		values[i] = d.perShard.Project(read.Items[i].State, read.Now).Value
 	}
-	h := hashKey(d, key)
+	h := l.hashKey(d, key)
 	for i, amount := range fillEmptiest(values, d.perShard.Capacity, count) {
 		if amount > 0 {
 			m := int32(len(c.Members))

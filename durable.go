@@ -45,13 +45,12 @@ func (l *Limiter) recover() error {
 	var n int
 	apply := func(r wal.Record) error {
 		n++
-		h := bucket.Hash(r.Name, r.Key)
 		var lim *bucket.Limit
 		if d, ok := l.named(r.Name); ok && int(r.Shard) < d.shards {
 			lim = &d.perShard
 		}
 		l.group.Restore(actor.BucketID{Name: r.Name, Key: r.Key, Shard: r.Shard},
-			h, bucket.State{Value: r.Value, TS: r.TS}, lim, r.Delete)
+			bucket.State{Value: r.Value, TS: r.TS}, lim, r.Delete)
 		return nil
 	}
 	start := time.Now()

@@ -5,13 +5,31 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
-// keyHashes are a request's two hashes of (name, key), computed once (see
-// internal/bucket's hash.go): route places buckets and fixed-window
-// phases, table keys the partitions' tables.
-type keyHashes struct{ route, table uint64 }
+// keyHashes are a request's hashes of (name, key), each computed once (see
+// internal/bucket's hash.go): table keys the partitions' tables; route
+// places the key's buckets on partitions; phase is a fixed window's phase.
+type keyHashes struct {
+	table, route uint64
+	phase        int64
+}
 
-func hashKey(d *limitDef, key string) keyHashes {
-	return keyHashes{bucket.HashWith(d.nameHash, key), bucket.TableHash(d.nameHash, key)}
+// hashKey hashes (d, key). The in-process partitions route by the table
+// hash (the same for a bucket whatever its limit's config, so recovery
+// finds it); a shared store routes by bucket.Hash, the same in every
+// process. bucket.Hash is computed only when one of them needs it.
+func (l *Limiter) hashKey(d *limitDef, key string) keyHashes {
+	h := keyHashes{table: bucket.TableHash(d.nameHash, key), phase: d.phase}
+	h.route = h.table
+	if l.group == nil || d.hashedPhase {
+		stable := bucket.HashWith(d.nameHash, key)
+		if l.group == nil {
+			h.route = stable
+		}
+		if d.hashedPhase {
+			h.phase = bucket.Phase(stable, d.perShard.Period)
+		}
+	}
+	return h
 }
 
 // item is the bucket shard of (d, key).
@@ -20,7 +38,7 @@ func (l *Limiter) item(d *limitDef, key string, h keyHashes, shard uint32) actor
 		ID:    actor.BucketID{Name: d.name, Key: key, Shard: shard},
 		Hash:  bucket.ShardHash(h.table, shard),
 		Lim:   &d.perShard,
-		Phase: d.phaseFor(h.route),
+		Phase: h.phase,
 		Part:  l.store.Route(h.route, shard),
 	}
 }
@@ -29,7 +47,7 @@ func (l *Limiter) item(d *limitDef, key string, h keyHashes, shard uint32) actor
 // distinct random shards for a sharded limit (power of two choices).
 func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op, count float64, reserve bool) {
 	m := int32(len(c.Members))
-	h := hashKey(d, key)
+	h := l.hashKey(d, key)
 	mem := actor.Member{Op: op, Count: count, Reserve: reserve, Second: -1, Def: d}
 	if d.shards == 1 {
 		mem.First = c.AddItem(l.item(d, key, h, 0), m, false)
@@ -43,7 +61,7 @@ func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op,
 
 // addShards adds one item per shard of (d, key), for reads and resets.
 func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string) {
-	h := hashKey(d, key)
+	h := l.hashKey(d, key)
 	for s := 0; s < d.shards; s++ {
 		c.AddItem(l.item(d, key, h, uint32(s)), -1, false)
 	}

@@ -125,7 +125,7 @@ func testGroup(n int, log Log, clock func() int64) *Group {
 func keyOn(g *Group, name string, part int32, i int) string {
 	for k := 0; ; k++ {
 		key := fmt.Sprintf("k%d", k)
-		if g.Route(bucket.Hash(name, key), 0) == part {
+		if g.Route(bucket.TableHash(bucket.NameHash(name), key), 0) == part {
 			if i == 0 {
 				return key
 			}
@@ -134,12 +134,13 @@ func keyOn(g *Group, name string, part int32, i int) string {
 	}
 }
 
-// itemFor is the item of bucket (name, key, shard) under lim.
+// itemFor is the item of bucket (name, key, shard) under lim, routed as
+// package ratelimit routes to in-process partitions (by its table hash).
 func itemFor(g *Group, lim *bucket.Limit, name, key string, shard uint32) Item {
-	h := bucket.Hash(name, key)
+	h := bucket.TableHash(bucket.NameHash(name), key)
 	return Item{
 		ID:   BucketID{Name: name, Key: key, Shard: shard},
-		Hash: bucket.ShardHash(bucket.TableHash(bucket.NameHash(name), key), shard),
+		Hash: bucket.ShardHash(h, shard),
 		Lim:  lim,
 		Part: g.Route(h, shard),
 	}
