@@ -45,6 +45,12 @@ type Item struct {
 	State bucket.State // loaded or prepared state, updated by grants
 	Err   error        // why this item could not be decided or stored
 
+	// ref is where loadItem found the bucket in its partition's table (nil
+	// when absent, or an overflow entry's copy), valid while the table's
+	// moves equals refMoves (see table.getRef).
+	ref      *entry
+	refMoves uint64
+
 	Part   int32 // owning partition
 	member int32 // index of the member this item serves
 	canon  int32 // index of the first item with the same ID (atomic calls)
@@ -98,6 +104,10 @@ type Call struct {
 	oneMsg     bool // sent as one message: its waiter is w (see msgWaiter)
 	w          msgWaiter
 	uncounted  bool // a step of another call: not a decision of its own
+	// inline: the caller runs this call's only message itself, in memory
+	// mode, so its end needs no signal; finished: it ended that way.
+	// Both are the caller's goroutine's (see Partition.send).
+	inline, finished bool
 }
 
 type span struct{ part, lo, hi int32 }
@@ -195,6 +205,9 @@ func (c *Call) begin(n int) {
 func (c *Call) partDone() {
 	if c.remaining.Add(-1) != 0 {
 		return
+	}
+	if c.inline {
+		return // its caller runs it and sees remaining reach 0 (see Partition.send)
 	}
 	if c.state.Swap(stateDone) == stateAbandoned {
 		c.Release() // its caller left; the call is ours to recycle

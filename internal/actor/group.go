@@ -131,7 +131,9 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 			c.oneMsg = false
 			return false, nil
 		}
-		if err := c.wait(ctx); err != nil {
+		if c.finished {
+			c.finished = false
+		} else if err := c.wait(ctx); err != nil {
 			return true, err
 		}
 		c.oneMsg = false

@@ -115,7 +115,8 @@ func (p *Partition) refuses(c *Call, it *Item) bool {
 // refill up to it is not counted twice. Without drops since, a fresh
 // bucket starts at now, as SEMANTICS says.
 func (p *Partition) loadItem(it *Item) {
-	e, ok := p.buckets.get(it.Hash, it.ID)
+	e, ref, ok := p.buckets.getRef(it.Hash, it.ID)
+	it.ref, it.refMoves = ref, p.buckets.moves
 	if ok {
 		it.State = e.s
 	} else {
@@ -200,7 +201,11 @@ func (p *Partition) store(it *Item) {
 		p.dropped = max(p.dropped, p.now)
 		rec.Delete = true
 	} else {
-		p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: it.Lim})
+		if e := it.ref; e != nil && it.refMoves == p.buckets.moves && e.id == it.ID {
+			e.s, e.lim = it.State, it.Lim // where loadItem found it: no second lookup
+		} else {
+			p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: it.Lim})
+		}
 		rec.Value, rec.TS = it.State.Value, it.State.TS
 	}
 	p.record(it.Hash, rec)

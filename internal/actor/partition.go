@@ -111,8 +111,13 @@ func (p *Partition) send(m msg) bool {
 	ran := false
 	defer crashUnlessRan(&ran)
 
+	// A call decided here in memory mode ends before send returns (unless
+	// it parks on a held bucket): it then needs no signal and no wait.
+	c := m.call
+	self := p.nolog && m.kind == kindDecide && c.oneMsg
+	c.inline = self
 	p.solo[0] = m
-	p.processAt(p.solo[:], m.call.spanNow)
+	p.processAt(p.solo[:], c.spanNow)
 	p.solo[0] = msg{}
 
 	p.mu.Lock()
@@ -124,6 +129,11 @@ func (p *Partition) send(m msg) bool {
 		clear(batch)
 		p.mu.Lock()
 		p.spare = batch[:0]
+	}
+	if self {
+		// Before the token goes back: a message of c still parked ends
+		// later, on another goroutine, with a signal.
+		c.inline, c.finished = false, c.remaining.Load() == 0
 	}
 	p.busy = false
 	// Hand what is left to the goroutine (and let a stopping one exit).
