@@ -73,9 +73,8 @@ func (l *Limiter) spreadCredit(c *actor.Call, d *limitDef, key string, count flo
 	for i, amount := range fillEmptiest(values, d.perShard.Capacity, count) {
 		if amount > 0 {
 			m := int32(len(c.Members))
-			item := l.item(d, key, h, read.Items[i].ID.Shard)
 			c.Members = append(c.Members, actor.Member{Op: actor.OpCredit, Count: amount, Second: -1, Def: d,
-				First: c.AddItem(item, m, false)})
+				First: l.addItem(c, d, key, h, read.Items[i].ID.Shard, m, false)})
 		}
 	}
 	return nil

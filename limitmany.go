@@ -64,7 +64,8 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		part := sc.part[m]
 		pos := sc.next[part]
 		sc.next[part]++
-		c.SetItem(pos, l.item(d, rs[sc.req[m]].Key, sc.hash[m], 0), int32(m))
+		it := c.SetItem(pos, int32(m))
+		l.setItem(it, d, rs[sc.req[m]].Key, sc.hash[m], 0)
 		c.Members[m].First = pos
 	}
 	if len(c.Members) > 0 {

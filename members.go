@@ -32,15 +32,21 @@ func (l *Limiter) hashKey(d *limitDef, key string) keyHashes {
 	return h
 }
 
-// item is the bucket shard of (d, key).
-func (l *Limiter) item(d *limitDef, key string, h keyHashes, shard uint32) actor.Item {
-	return actor.Item{
-		ID:    actor.BucketID{Name: d.name, Key: key, Shard: shard},
-		Hash:  bucket.ShardHash(h.table, shard),
-		Lim:   &d.perShard,
-		Phase: h.phase,
-		Part:  l.store.Route(h.route, shard),
-	}
+// setItem fills it as the bucket shard of (d, key).
+func (l *Limiter) setItem(it *actor.Item, d *limitDef, key string, h keyHashes, shard uint32) {
+	it.ID = actor.BucketID{Name: d.name, Key: key, Shard: shard}
+	it.Hash = bucket.ShardHash(h.table, shard)
+	it.Lim = &d.perShard
+	it.Phase = h.phase
+	it.Part = l.store.Route(h.route, shard)
+}
+
+// addItem adds to c the bucket shard of (d, key), serving member m (as
+// in actor.Call.AddItem), and returns its index.
+func (l *Limiter) addItem(c *actor.Call, d *limitDef, key string, h keyHashes, shard uint32, m int32, second bool) int32 {
+	i := c.NewItem(m, second)
+	l.setItem(&c.Items[i], d, key, h, shard)
+	return i
 }
 
 // addMember adds to c a member for one request on (d, key): one item, or two
@@ -50,11 +56,11 @@ func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op,
 	h := l.hashKey(d, key)
 	mem := actor.Member{Op: op, Count: count, Reserve: reserve, Second: -1, Def: d}
 	if d.shards == 1 {
-		mem.First = c.AddItem(l.item(d, key, h, 0), m, false)
+		mem.First = l.addItem(c, d, key, h, 0, m, false)
 	} else {
 		i, j := twoShards(d.shards)
-		mem.First = c.AddItem(l.item(d, key, h, uint32(i)), m, false)
-		mem.Second = c.AddItem(l.item(d, key, h, uint32(j)), m, true)
+		mem.First = l.addItem(c, d, key, h, uint32(i), m, false)
+		mem.Second = l.addItem(c, d, key, h, uint32(j), m, true)
 	}
 	c.Members = append(c.Members, mem)
 }
@@ -63,6 +69,6 @@ func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op,
 func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string) {
 	h := l.hashKey(d, key)
 	for s := 0; s < d.shards; s++ {
-		c.AddItem(l.item(d, key, h, uint32(s)), -1, false)
+		l.addItem(c, d, key, h, uint32(s), -1, false)
 	}
 }

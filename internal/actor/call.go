@@ -151,13 +151,25 @@ func (c *Call) Release() {
 	callPool.Put(c)
 }
 
-// AddItem appends an item serving member m (as its A item, or B if second;
-// m < 0 for an item that serves no member) and returns its index.
+// AddItem appends an item serving member m (as its First item, or Second
+// if second; m < 0 for an item that serves no member) and returns its
+// index.
 func (c *Call) AddItem(it Item, m int32, second bool) int32 {
-	it.member, it.second = m, second
-	it.canon = int32(len(c.Items))
-	c.Items = append(c.Items, it)
-	return int32(len(c.Items) - 1)
+	i := c.NewItem(m, second)
+	it.member, it.second, it.canon = m, second, i
+	c.Items[i] = it
+	return i
+}
+
+// NewItem appends a zero item serving member m, as AddItem does, and
+// returns its index, for the caller to fill in place (an Item is two cache
+// lines: copying one costs as much as filling it).
+func (c *Call) NewItem(m int32, second bool) int32 {
+	i := int32(len(c.Items))
+	c.Items = append(c.Items, Item{})
+	it := &c.Items[i]
+	it.member, it.second, it.canon = m, second, i
+	return i
 }
 
 // SetItems makes Items n long (reusing its storage) for SetItem.
@@ -165,12 +177,14 @@ func (c *Call) SetItems(n int) {
 	c.Items = slices.Grow(c.Items[:0], n)[:n]
 }
 
-// SetItem stores it at index i, serving member m as its A item. Callers
-// that know every item's partition up front place them grouped by
-// partition this way, which spares Decide the sorting.
-func (c *Call) SetItem(i int32, it Item, m int32) {
-	it.member, it.second, it.canon = m, false, i
-	c.Items[i] = it
+// SetItem resets item i to serve member m as its First item and returns
+// it, for the caller to fill in place. Callers that know every item's
+// partition up front place them grouped by partition this way, which
+// spares Decide the sorting.
+func (c *Call) SetItem(i int32, m int32) *Item {
+	it := &c.Items[i]
+	*it = Item{member: m, canon: i}
+	return it
 }
 
 // ItemErr returns the first error among the items of member m.

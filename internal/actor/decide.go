@@ -14,12 +14,11 @@ func decideMember(c *Call, m *Member, now int64) {
 		}
 		d := a.Lim.Take(a.State, now, m.Count, m.Reserve)
 		m.OK, m.RetryAfter = d.OK, d.RetryAfter
-		left := a.Lim.Project(a.State, now)
-		if d.OK {
-			left = d.Next
-			if m.Op == OpTake {
-				a.State, a.Write = d.Next, true
-			}
+		left := d.Next
+		if !d.OK {
+			left = a.Lim.Project(a.State, now)
+		} else if m.Op == OpTake {
+			a.State, a.Write = d.Next, true
 		}
 		m.Left, m.UntilFull = left.Value, a.Lim.UntilFull(left, now)
 		return
