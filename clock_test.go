@@ -228,3 +228,26 @@ func FuzzClockNeverMints(f *testing.F) {
 		}
 	})
 }
+
+// The default clock reads the wall clock (through the monotonic clock
+// between settings), and takes the wall clock again once its setting is a
+// second old.
+func TestWallClock(t *testing.T) {
+	c := newWallClock()
+	for range 1000 {
+		before := time.Now().UnixNano()
+		got := c.now()
+		after := time.Now().UnixNano()
+		if got < before-int64(time.Millisecond) || got > after+int64(time.Millisecond) {
+			t.Fatalf("wallClock.now() = %d, outside the wall clock's [%d, %d]", got, before, after)
+		}
+	}
+	stale := time.Now().Add(-2 * resetEvery)
+	c.base.Store(&clockBase{at: stale, wall: stale.UnixNano() - int64(time.Hour)}) // an hour off: a step
+	if got := c.now(); time.Now().UnixNano()-got > int64(time.Millisecond) {
+		t.Fatalf("a setting %v old was kept: %d is an hour behind", 2*resetEvery, got)
+	}
+	if b := c.base.Load(); time.Since(b.at) > resetEvery {
+		t.Fatal("the clock was not set again")
+	}
+}
