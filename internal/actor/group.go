@@ -125,8 +125,7 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 		// claim the call (a compare-and-swap on a line the caller wrote).
 		c.cancel = ctx.Done() != nil
 		c.oneMsg = true // one message, so one waiter at a time: c.w
-		c.begin(1)
-		if !g.parts[c.Items[0].Part].send(msg{call: c, kind: kindDecide, hi: int32(len(c.Items))}) {
+		if !g.parts[c.Items[0].Part].sendDecide(msg{call: c, kind: kindDecide, hi: int32(len(c.Items))}) {
 			g.failAll(c)
 			c.oneMsg = false
 			return false, nil

@@ -126,13 +126,25 @@ func (p *Partition) loadItem(it *Item) {
 
 // decide decides m's members here, in one step.
 func (p *Partition) decide(m msg) {
+	if p.decideItems(m) {
+		p.pending = append(p.pending, m)
+	} else {
+		m.call.partDone()
+	}
+}
+
+// decideItems decides m's members and stores what they grant; it reports
+// whether anything was stored (so that m must wait for the log). A refusal
+// (ErrFull) is set on the items.
+func (p *Partition) decideItems(m msg) (wrote bool) {
 	c := m.call
-	wrote := false
 	if c.Atomic {
 		if err := p.load(m, false); err != nil {
 			p.counts.Refused++
-			p.fail(m, err)
-			return
+			for i := m.lo; i < m.hi; i++ {
+				c.Items[i].Err = err
+			}
+			return false
 		}
 		granted := decideAll(c, p.now)
 		p.counts.count(c, granted)
@@ -144,30 +156,26 @@ func (p *Partition) decide(m msg) {
 				}
 			}
 		}
-	} else {
-		for i := m.lo; i < m.hi; i++ { // one item per member (see Call.Atomic)
-			p.touchItem(m, i+prefetchWindow)
-			it := &c.Items[i]
-			mem := &c.Members[it.member]
-			if p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets && p.refuses(c, it) {
-				it.Err = ErrFull
-				p.counts.Refused++
-				continue
-			}
-			p.loadItem(it)
-			decideMember(c, mem, p.now)
-			p.counts.countMember(mem)
-			if it.Write {
-				p.store(it)
-				wrote = true
-			}
+		return wrote
+	}
+	for i := m.lo; i < m.hi; i++ { // one item per member (see Call.Atomic)
+		p.touchItem(m, i+prefetchWindow)
+		it := &c.Items[i]
+		mem := &c.Members[it.member]
+		if p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets && p.refuses(c, it) {
+			it.Err = ErrFull
+			p.counts.Refused++
+			continue
+		}
+		p.loadItem(it)
+		decideMember(c, mem, p.now)
+		p.counts.countMember(mem)
+		if it.Write {
+			p.store(it)
+			wrote = true
 		}
 	}
-	if wrote {
-		p.pending = append(p.pending, m)
-	} else {
-		c.partDone()
-	}
+	return wrote
 }
 
 // commit stores m's Write items and releases m's holds.

@@ -96,30 +96,86 @@ func newPartition(log Log, clock func() int64) *Partition {
 // tokens (a chain step passing the call on); it never waits for a token,
 // so tokens cannot deadlock.
 func (p *Partition) send(m msg) bool {
+	run, ok := p.enter(m, false)
+	if run {
+		ran := false
+		defer crashUnlessRan(&ran)
+		p.runOwn(m)
+		p.leave(nil)
+		ran = true
+	}
+	return ok
+}
+
+// sendDecide is send for the one message of a call decided on this
+// partition alone (Group.Decide), which the caller has not begun. Run
+// inline in memory mode, the call ends before sendDecide returns
+// (c.finished), with no signal to wait for; when no bucket here is held,
+// it is decided directly, outside the message protocol.
+func (p *Partition) sendDecide(m msg) bool {
+	run, ok := p.enter(m, true)
+	if !run {
+		return ok
+	}
+	ran := false
+	defer crashUnlessRan(&ran)
+	c := m.call
+	switch {
+	case p.nolog && len(p.held) == 0 && len(p.parked) == 0:
+		p.setNow(c.spanNow)
+		p.decideItems(m)
+		c.finished = true
+		p.leave(nil)
+	case p.nolog:
+		c.begin(1)
+		c.inline = true
+		p.runOwn(m)
+		p.leave(c)
+	default:
+		c.begin(1)
+		p.runOwn(m)
+		p.leave(nil)
+	}
+	ran = true
+	return true
+}
+
+// enter takes the executor token if the partition is idle (run), or
+// queues m (beginning its call first if begin is set); ok is false if the
+// partition has stopped.
+func (p *Partition) enter(m msg, begin bool) (run, ok bool) {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
-		return false
+		return false, false
 	}
 	if p.busy || len(p.inbox) > 0 || p.queue {
+		if begin {
+			m.call.begin(1)
+		}
 		p.inbox = append(p.inbox, m)
 		p.unlockWaking(p.sleeping && !p.busy) // a holder will see m itself
-		return true
+		return false, true
 	}
 	p.busy = true
 	p.mu.Unlock()
-	ran := false
-	defer crashUnlessRan(&ran)
+	return true, true
+}
 
-	// A call decided here in memory mode ends before send returns (unless
-	// it parks on a held bucket): it then needs no signal and no wait.
-	c := m.call
-	self := p.nolog && m.kind == kindDecide && c.oneMsg
-	c.inline = self
+// runOwn runs the token holder's own message as a batch of one.
+func (p *Partition) runOwn(m msg) {
 	p.solo[0] = m
-	p.processAt(p.solo[:], c.spanNow)
+	p.processAt(p.solo[:], m.call.spanNow)
 	p.solo[0] = msg{}
+}
 
+// leave runs the messages that queued while the holder ran its own (one
+// more batch), then gives the token back, waking the partition's
+// goroutine for whatever is still queued. For inline, a call whose end
+// needs no signal while the holder runs it (see Call.inline), it records
+// whether the call ended, before the token goes back: a message of it
+// still parked ends later, on another goroutine, with a signal.
+func (p *Partition) leave(inline *Call) {
 	p.mu.Lock()
 	if len(p.inbox) > 0 {
 		batch := p.inbox
@@ -130,16 +186,12 @@ func (p *Partition) send(m msg) bool {
 		p.mu.Lock()
 		p.spare = batch[:0]
 	}
-	if self {
-		// Before the token goes back: a message of c still parked ends
-		// later, on another goroutine, with a signal.
-		c.inline, c.finished = false, c.remaining.Load() == 0
+	if inline != nil {
+		inline.inline, inline.finished = false, inline.remaining.Load() == 0
 	}
 	p.busy = false
 	// Hand what is left to the goroutine (and let a stopping one exit).
 	p.unlockWaking(p.sleeping && (len(p.inbox) > 0 || p.stopped))
-	ran = true
-	return true
 }
 
 // unlockWaking unlocks p.mu, and if wake, wakes the partition's sleeping
@@ -243,11 +295,7 @@ func (p *Partition) process(batch []msg) { p.processAt(batch, 0) }
 // a later reading (absent means full) could come back fresh at an earlier
 // one, and the refill between the two would be counted twice.
 func (p *Partition) processAt(batch []msg, now int64) {
-	if now == 0 || now < p.last {
-		now = p.clock()
-	}
-	p.now = now
-	p.last = max(p.last, now)
+	p.setNow(now)
 	p.failed = p.log.Err()
 	p.ahead = prefetcher{}
 	p.lastItems = 0
@@ -258,6 +306,16 @@ func (p *Partition) processAt(batch []msg, now int64) {
 	}
 	p.wakeParked()
 	p.flush()
+}
+
+// setNow sets the batch's clock reading: now, unless it is 0 (none) or
+// earlier than a reading used here before, then a new one.
+func (p *Partition) setNow(now int64) {
+	if now == 0 || now < p.last {
+		now = p.clock()
+	}
+	p.now = now
+	p.last = max(p.last, now)
 }
 
 // flush hands the batch's records to the log; the messages that wrote them
