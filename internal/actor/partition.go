@@ -110,9 +110,19 @@ func (p *Partition) send(m msg) bool {
 // sendDecide is send for the one message of a call decided on this
 // partition alone (Group.Decide), which the caller has not begun. Run
 // inline in memory mode, the call ends before sendDecide returns
-// (c.finished), with no signal to wait for; when no bucket here is held,
-// it is decided directly, outside the message protocol.
+// (c.finished), with no signal to wait for. When, in memory mode, the
+// partition is idle and holds no bucket for a two-phase call, the call
+// is decided at once under the partition's mutex, as a striped lock would
+// decide it: no one can take the executor token meanwhile, nothing is
+// queued to run after it, and no message protocol is needed.
 func (p *Partition) sendDecide(m msg) bool {
+	p.mu.Lock()
+	if p.nolog && !p.busy && !p.stopped && !p.queue && len(p.inbox) == 0 && len(p.held) == 0 && len(p.parked) == 0 {
+		p.decideLocked(m)
+		p.mu.Unlock()
+		return true
+	}
+	p.mu.Unlock()
 	run, ok := p.enter(m, true)
 	if !run {
 		return ok
@@ -120,24 +130,29 @@ func (p *Partition) sendDecide(m msg) bool {
 	ran := false
 	defer crashUnlessRan(&ran)
 	c := m.call
-	switch {
-	case p.nolog && len(p.held) == 0 && len(p.parked) == 0:
-		p.setNow(c.spanNow)
-		p.decideItems(m)
-		c.finished = true
-		p.leave(nil)
-	case p.nolog:
-		c.begin(1)
+	c.begin(1)
+	if p.nolog {
 		c.inline = true
 		p.runOwn(m)
 		p.leave(c)
-	default:
-		c.begin(1)
+	} else {
 		p.runOwn(m)
 		p.leave(nil)
 	}
 	ran = true
 	return true
+}
+
+// decideLocked decides m's call under p.mu (see sendDecide). A panic here
+// crashes the process, as one on the partition's goroutine would: the
+// mutex must not stay locked under a caller's recover.
+func (p *Partition) decideLocked(m msg) {
+	ran := false
+	defer crashUnlessRan(&ran)
+	p.setNow(m.call.spanNow)
+	p.decideItems(m)
+	m.call.finished = true
+	ran = true
 }
 
 // enter takes the executor token if the partition is idle (run), or
