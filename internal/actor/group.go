@@ -125,15 +125,19 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 		// claim the call (a compare-and-swap on a line the caller wrote).
 		c.cancel = ctx.Done() != nil
 		c.oneMsg = true // one message, so one waiter at a time: c.w
-		if !g.parts[c.Items[0].Part].sendDecide(msg{call: c, kind: kindDecide, hi: int32(len(c.Items))}) {
+		p := g.parts[c.Items[0].Part]
+		if !p.sendDecide(msg{call: c, kind: kindDecide, hi: int32(len(c.Items))}) {
 			g.failAll(c)
 			c.oneMsg = false
 			return false, nil
 		}
 		if c.finished {
 			c.finished = false
-		} else if err := c.wait(ctx); err != nil {
-			return true, err
+		} else {
+			p.log.CommitNow() // a lone caller commits its own grant
+			if err := c.wait(ctx); err != nil {
+				return true, err
+			}
 		}
 		c.oneMsg = false
 		return false, nil

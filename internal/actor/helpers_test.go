@@ -72,6 +72,8 @@ func (l *fakeLog) Err() error {
 	return l.err
 }
 
+func (l *fakeLog) CommitNow() {}
+
 func (l *fakeLog) setErr(err error) {
 	l.mu.Lock()
 	l.err = err
@@ -417,6 +419,7 @@ func newAsyncLog(t testing.TB) *asyncLog {
 func (l *asyncLog) Append(_ []wal.Record, w wal.Waiter) { l.ch <- w }
 
 func (l *asyncLog) Err() error { return nil }
+func (l *asyncLog) CommitNow() {}
 
 // twoParts returns buckets x on partition 0 and y on partition 1.
 func twoParts(g *Group, lim *bucket.Limit) (x, y Item) {

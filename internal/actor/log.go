@@ -8,9 +8,12 @@ import (
 
 // Log is where partitions hand the records of each batch; *wal.Log is one.
 // Append must not block on disk and must call w.Committed exactly once.
+// CommitNow may commit what is pending on the caller's goroutine (a caller
+// about to wait for its own commit calls it, holding no partition).
 type Log interface {
 	Append(recs []wal.Record, w wal.Waiter)
 	Err() error // sticky failure; nil while healthy
+	CommitNow()
 }
 
 // NopLog is the memory-mode log: everything is "committed" at once.
@@ -18,6 +21,7 @@ type NopLog struct{}
 
 func (NopLog) Append(_ []wal.Record, w wal.Waiter) { w.Committed(nil) }
 func (NopLog) Err() error                          { return nil }
+func (NopLog) CommitNow()                          {}
 
 // batchWaiter releases one batch's writing messages after their commit.
 type batchWaiter struct{ msgs []msg }

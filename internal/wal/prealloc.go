@@ -40,7 +40,8 @@ var freeSpace = statfsFree
 // It keeps between step/2 and step bytes of zeros past bbolt's high-water
 // mark: Open extends the file to step past it, and the writer goroutine,
 // whenever it is idle and less than half a step is left, writes more, one
-// synced chunk at a time, so it stays free for the next commit. It never
+// synced chunk at a time, so that it is never away from a commit for
+// longer than a chunk takes. It never
 // leaves its file system less than a margin free (the larger of two steps
 // and a twentieth of the file system): preallocation is an optimisation,
 // and must not fill a disk other programs share. A write that fails is
@@ -48,19 +49,20 @@ var freeSpace = statfsFree
 // preallocation stops for this Log, with a warning.
 //
 // It cannot meet bbolt's own writes: it runs before the writer starts or
-// on the writer goroutine between commits, and bbolt writes only inside a
-// commit. bbolt's own growth (by truncation, when the log outgrows the
+// while holding the log's commit role between commits, and bbolt writes
+// only inside a commit. bbolt's own growth (by truncation, when the log outgrows the
 // zeros) only ever extends the file.
 type preallocator struct {
-	path     string
-	db       *bolt.DB
-	step     int64
-	pageSize int64
-	logger   *slog.Logger
-	f        *os.File // opened at the first write
-	stopped  bool
-	warned   bool
-	full     int64 // the used size at which the margin stopped the last fill; -1: none
+	path      string
+	db        *bolt.DB
+	step      int64
+	pageSize  int64
+	logger    *slog.Logger
+	f         *os.File // opened at the first write
+	stopped   bool
+	warned    bool
+	full      int64 // the used size at which the margin stopped the last fill; -1: none
+	wroteLast bool  // the last fill wrote a chunk
 }
 
 func newPreallocator(path string, db *bolt.DB, step int64, logger *slog.Logger) *preallocator {
@@ -89,9 +91,18 @@ func (p *preallocator) due() bool {
 	return err == nil && size-used < p.step/2 && used != p.full
 }
 
+// fillChunk extends the file by one chunk towards a step past the used
+// pages, and reports whether it wrote one.
+func (p *preallocator) fillChunk() bool {
+	first := true
+	p.fill(func() bool { more := first; first = false; return more })
+	return p.wroteLast
+}
+
 // fill extends the file to a step past the used pages, a chunk at a time,
 // while more() is true (it is asked before each chunk).
 func (p *preallocator) fill(more func() bool) {
+	p.wroteLast = false
 	for !p.stopped && more() {
 		used, size, err := p.extents()
 		if err != nil {
@@ -120,6 +131,7 @@ func (p *preallocator) fill(more func() bool) {
 			p.stop(err)
 			return
 		}
+		p.wroteLast = true
 	}
 }
 

@@ -88,43 +88,79 @@ func (l *Log) signal() {
 }
 
 // run is the writer goroutine: it takes everything pending, commits it in
-// one transaction, releases its waiters, and repeats; it exits once closing
-// and nothing is pending.
+// one transaction, releases its waiters, and repeats; while idle it tops
+// up the preallocated space, a chunk at a time. It exits once closing and
+// nothing is pending. Committing (and preallocating) is a role one
+// goroutine holds at a time (Log.committing): usually this one, sometimes
+// a caller (CommitNow).
 func (l *Log) run() {
 	defer close(l.done)
+	fill := true // preallocation may be due: set again after every commit
+	l.mu.Lock()
 	for {
-		l.mu.Lock()
-		for l.pending.empty() && !l.closing {
-			l.mu.Unlock()
-			if l.Err() == nil && l.prealloc.due() {
-				l.prealloc.fill(l.idle) // a chunk at a time, while nothing is pending
-			} else {
-				<-l.wake
-			}
-			l.mu.Lock()
-		}
-		if l.pending.empty() {
+		switch {
+		case l.committing: // a caller commits: it signals when done
+			l.wait()
+			fill = true
+		case !l.pending.empty():
+			l.committing = true
+			l.settle()
+			l.commitPending()
+			fill = true
+		case l.closing:
 			l.mu.Unlock()
 			return
+		case fill && l.Err() == nil:
+			l.committing = true
+			l.mu.Unlock()
+			fill = l.prealloc.due() && l.prealloc.fillChunk()
+			l.mu.Lock()
+			l.committing = false
+		default:
+			l.wait()
 		}
-		l.settle()
-		b := l.pending
-		l.pending, l.spare = l.spare, nil
-		l.mu.Unlock()
-
-		b.release(l.commit(b))
-
-		l.mu.Lock()
-		l.spare = b
-		l.mu.Unlock()
 	}
 }
 
-// idle reports whether nothing is pending and the log is not closing.
-func (l *Log) idle() bool {
+// wait, with l.mu held, waits for a signal (an Append to an empty log, a
+// caller done committing, Close) with it released.
+func (l *Log) wait() {
+	l.idleWriter = true
+	l.mu.Unlock()
+	<-l.wake
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pending.empty() && !l.closing
+	l.idleWriter = false
+}
+
+// commitPending, with l.mu held and the commit role taken, commits
+// everything pending, releases its waiters (with l.mu released) and gives
+// the role back.
+func (l *Log) commitPending() {
+	b := l.pending
+	l.pending, l.spare = l.spare, nil
+	l.mu.Unlock()
+	b.release(l.commit(b))
+	l.mu.Lock()
+	l.spare = b
+	l.committing = false
+}
+
+// CommitNow commits what is pending on the caller's goroutine, if the
+// writer goroutine is idle and no one else commits: a caller that has just
+// appended, alone, then waits for no other goroutine to wake, twice (the
+// writer, then itself). When the writer is busy it does nothing, so that
+// the writer's batches keep growing with the load. It must not be called
+// while the caller holds anything the commit's waiters need.
+func (l *Log) CommitNow() {
+	l.mu.Lock()
+	if !l.idleWriter || l.committing || l.pending.empty() || l.closing {
+		l.mu.Unlock()
+		return
+	}
+	l.committing = true
+	l.commitPending()
+	l.mu.Unlock()
+	l.signal() // the writer may have more to commit, or space to preallocate
 }
 
 // settleRounds bounds how many times the writer yields before a commit to
