@@ -246,7 +246,11 @@ func TestCost(t *testing.T) {
 }
 
 func TestMiddlewareOptions(t *testing.T) {
-	l, err := ratelimit.Open(ratelimit.Options{Limits: map[string]ratelimit.Config{"api": tb(1, time.Second, 0), "bad\nname": tb(1, time.Second, 0)}})
+	l, err := ratelimit.Open(ratelimit.Options{Limits: map[string]ratelimit.Config{
+		"api": tb(1, time.Second, 0), "bad\nname": tb(1, time.Second, 0),
+		"tiny": tb(10, time.Second, 0.5), "sharded": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Second, Capacity: 1.5, Shards: 4},
+		"sharded ok": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Second, Capacity: 2, Shards: 4},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +266,10 @@ func TestMiddlewareOptions(t *testing.T) {
 		{"unknown", l, Options{Limits: []string{"api", "nope"}}, ratelimit.ErrUnknownLimit},
 		{"twice", l, Options{Limits: []string{"api", "api"}}, ErrOptions},
 		{"not ASCII", l, Options{Limits: []string{"bad\nname"}}, ErrOptions},
+		{"capacity below one request", l, Options{Limits: []string{"tiny"}}, ErrOptions},
+		{"two shards below one request", l, Options{GlobalLimits: []string{"sharded"}}, ErrOptions},
+		{"two shards make one request", l, Options{GlobalLimits: []string{"sharded ok"}}, nil},
+		{"a Cost may ask for less", l, Options{Limits: []string{"tiny"}, Cost: func(*http.Request) float64 { return 0.5 }}, nil},
 	} {
 		if _, err := Middleware(tc.l, tc.opts); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
@@ -566,5 +574,33 @@ func TestConcurrentReservations(t *testing.T) {
 	gv, _ := e.l.Value(bg, "g", "")
 	if total != float64(served) || 50-gv.Value != float64(served) {
 		t.Fatalf("taken per key %v, global %v, served %d", total, 50-gv.Value, served)
+	}
+}
+
+// WriteDenied writes the same 429 as the middleware's denial: status,
+// Retry-After, RateLimit, RateLimit-Policy and body.
+func TestWriteDeniedMatchesTheMiddleware(t *testing.T) {
+	e := newEnv(t, map[string]ratelimit.Config{"api": tb(2, time.Minute, 0)}, Options{Limits: []string{"api"}})
+	e.get(t)
+	e.get(t)
+	mwResp := e.get(t)
+	if mwResp.code != 429 {
+		t.Fatalf("the third request got %d, want 429", mwResp.code)
+	}
+	st, err := e.l.Check(context.Background(), ratelimit.Request{Name: "api", Key: "127.0.0.1"})
+	if err != nil || st.OK {
+		t.Fatalf("Check = %+v, %v; want a denial", st, err)
+	}
+	rec := httptest.NewRecorder()
+	WriteDenied(rec, e.l, st)
+	got := response{code: rec.Code, policy: rec.Header().Get("RateLimit-Policy"), limit: rec.Header().Get("RateLimit"),
+		retryAfter: rec.Header().Get("Retry-After"), body: strings.TrimSpace(rec.Body.String())}
+	if got != mwResp {
+		t.Fatalf("WriteDenied wrote %+v, the middleware %+v", got, mwResp)
+	}
+	rec = httptest.NewRecorder()
+	WriteDenied(rec, nil, st)
+	if rec.Code != 429 || rec.Header().Get("RateLimit-Policy") != "" || rec.Header().Get("Retry-After") != mwResp.retryAfter {
+		t.Fatalf("WriteDenied without a limiter: %d %v", rec.Code, rec.Header())
 	}
 }
