@@ -20,7 +20,7 @@ type limitDef struct {
 	// hashedPhase: a fixed window without Start, whose phase comes from a
 	// hash of (name, key).
 	hashedPhase bool
-	inline   bool // from a Request.Config, not Options.Limits
+	inline      bool // from a Request.Config, not Options.Limits
 }
 
 // newLimitDefs validates every named limit.
@@ -73,7 +73,6 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 func (d *limitDef) sameBuckets(e *limitDef) bool {
 	return d == e || d.perShard == e.perShard && d.shards == e.shards && d.hasStart == e.hasStart && d.phase == e.phase
 }
-
 
 // count validates a request's count: 0 means 1; it must be finite, >= 0 and
 // at most what the limit can ever grant one request (two shards' worth for a

@@ -122,9 +122,7 @@ const (
 // callBlock is how a pooled call is allocated: with room for one member
 // and two items (a single Limit, sharded or not) in the same allocation,
 // so that a call, its items and its member sit on neighbouring cache lines
-// as they travel between the caller's core and the partition's (measured:
-// +5% single Limit calls per second at 256 callers over four alternating
-// runs, which is within this VM's run-to-run noise).
+// as they travel between the caller's core and the partition's.
 type callBlock struct {
 	c      Call
 	member [1]Member

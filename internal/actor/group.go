@@ -254,7 +254,7 @@ func onePartition(c *Call) bool {
 // for a few items only (more are reported as not distinct). An atomic call
 // on one partition needs no grouping when it holds no bucket twice: its
 // order matters only across partitions. This spares the common sharded
-// request (two mates of one key) a sort, ~5% of its CPU on a hot limit.
+// request (two mates of one key) a sort.
 func distinct(items []Item) bool {
 	if len(items) > 4 {
 		return false

@@ -13,7 +13,7 @@ import (
 //
 // It is an extendible-hashing directory of small open-addressing
 // subtables (linear probing, backward-shift deletion), rather than a Go
-// map, for three reasons measured on the hot path:
+// map, for three reasons:
 //   - an entry is exactly one cache line and a probe reads one more line of
 //     eight tags, and a batch can touch both lines of every lookup before
 //     deciding (touch), so the misses of a batch overlap instead of

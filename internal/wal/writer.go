@@ -178,27 +178,13 @@ const (
 // the callers it just released wait a whole commit more: commits
 // alternate between a full cohort and a nearly empty one. A yield queues
 // the writer behind the released callers, which are runnable, so they
-// decide again and append first (a runtime trace at 1024 callers: ~1.6 ms
-// per cycle in these yields, with ~1.65 other goroutines running).
-//
-// Measured (go run ./bench -scenario keys,reserve -mode durable
-// -baselines "" -callers 16,256,1024, three alternating rounds): durable
-// grants/s at 16 callers 1.6x-2.3x, at 1024 callers 1.0x-1.15x, at 256
-// 0.93x-1.45x; records per commit at 1024 callers ~990 instead of ~470.
-// A caller alone pays one yield that returns at once. A batch of
-// settleBytes or more commits at once: its fsyncs are well amortized
-// already, and holding it only idles the disk while the processors work
-// (LimitMany at 1024 callers commits ~1 MiB at a time, and settling cost
-// it 14% there: 1.16M against 1.35M decisions/s, medians of five
-// alternating runs; with the bound, 1.24M-1.47M).
-//
-// A yield only waits while every processor has callers to run: an idle
-// one takes the writer off the global run queue at once. At 256 callers
-// the two yields took 33-73 us (medians; ~1.9 ms at 1024 callers) and
-// caught ~40 of the ~150 callers just released, the rest sharing the
-// commit after; waiting for them instead cost more at 1024 callers than
-// it gained at 256 (bench/README.md, "Waiting for the woken callers to
-// run again").
+// decide again and append first. A caller alone pays one yield that
+// returns at once. A batch of settleBytes or more commits at once: its
+// fsyncs are well amortized already, and holding it only idles the disk
+// while the processors work. A yield only waits while every processor has
+// callers to run: an idle one takes the writer off the global run queue at
+// once, so waiting longer for the released callers would cost more at
+// high concurrency than it gains at medium.
 func (l *Log) settle() {
 	for range settleRounds {
 		if len(l.pending.buf) >= settleBytes {
