@@ -49,10 +49,11 @@ func (s Status) Err() error {
 
 // RateLimitedError is a denial as an error.
 type RateLimitedError struct {
-	Limit      string
-	RetryAfter time.Duration
+	Limit      string        // the limit that denied (Status.Limit)
+	RetryAfter time.Duration // as Status.RetryAfter
 }
 
+// Error says which limit denied and when to retry.
 func (e *RateLimitedError) Error() string {
 	return fmt.Sprintf("ratelimit: limit %q exceeded, retry after %v", e.Limit, e.RetryAfter)
 }
