@@ -114,8 +114,8 @@ func TestDamagedFilesNeverCrash(t *testing.T) {
 		openDamagedChild(path)
 		return
 	}
-	perKind := 60
-	if testing.Short() {
+	perKind := 60 // CI runs this size without the race detector
+	if testing.Short() || raceEnabled {
 		perKind = 8
 	}
 	dir := t.TempDir()
