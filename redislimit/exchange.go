@@ -1,0 +1,123 @@
+package redislimit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scriptCmd is an EVALSHA or EVAL that go-redis never retries on its own:
+// a script whose reply was lost may have run, and running it again could
+// grant or credit twice. NOSCRIPT (the script did not run) is retried
+// here, once (see exchange).
+type scriptCmd struct{ *redis.Cmd }
+
+// NoRetry tells go-redis not to retry the command.
+func (scriptCmd) NoRetry() bool { return true }
+
+// exchange sends r's programs (pipelined when more than one) and finishes
+// their parts with the replies. A program the server no longer knows
+// (NOSCRIPT: restarted, failed over, flushed) is sent once more with the
+// script's source, which loads it.
+func (s *Store) exchange(r *round) {
+	ctx := context.Background()
+	nowArg := ""
+	if s.clock != nil {
+		now := s.clock()
+		if !clockInRange(now) {
+			for _, p := range r.progs {
+				s.failProgram(p, errClockRange)
+			}
+			return
+		}
+		us, rem := split(now)
+		nowArg = string(f64s(make([]byte, 0, 16), us, rem))
+	}
+	cmds := make([]scriptCmd, len(r.progs))
+	for i, p := range r.progs {
+		blob := p.build(r.tags[i], s.ks, s.clock != nil, s.sweep, float64(s.holdTTL.Milliseconds()))
+		cmds[i] = s.scriptCmd(ctx, "evalsha", s.sha, p.keys, blob, nowArg)
+	}
+	s.send(ctx, cmds)
+	var retry []int
+	for i := range cmds {
+		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) > 0 {
+		again := make([]scriptCmd, len(retry))
+		for k, i := range retry {
+			again[k] = s.scriptCmd(ctx, "eval", s.src, r.progs[i].keys, r.progs[i].out, nowArg)
+		}
+		s.send(ctx, again)
+		for k, i := range retry {
+			cmds[i] = again[k]
+		}
+	}
+	for i, p := range r.progs {
+		b, err := cmds[i].Text()
+		if err != nil {
+			s.failProgram(p, fmt.Errorf("redislimit: script on tag %s: %w", tags[r.tags[i]], err))
+			continue
+		}
+		s.finishProgram(p, []byte(b))
+	}
+}
+
+func (s *Store) scriptCmd(ctx context.Context, verb, script string, keys []string, blob []byte, nowArg string) scriptCmd {
+	args := make([]any, 0, 3+len(keys)+2)
+	args = append(args, verb, script, len(keys))
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	args = append(args, blob, nowArg)
+	return scriptCmd{redis.NewCmd(ctx, args...)}
+}
+
+// send runs cmds, one alone or several in a pipeline; errors stay in the
+// commands.
+func (s *Store) send(ctx context.Context, cmds []scriptCmd) {
+	if len(cmds) == 1 {
+		_ = s.client.Process(ctx, cmds[0])
+		return
+	}
+	pipe := s.client.Pipeline()
+	for _, c := range cmds {
+		_ = pipe.Process(ctx, c)
+	}
+	_, _ = pipe.Exec(ctx)
+}
+
+// failProgram finishes every part of p with err.
+func (s *Store) failProgram(p *program, err error) {
+	for _, pt := range p.parts {
+		pt.err = err
+		s.finishPart(pt)
+	}
+}
+
+// finishProgram reads a program's reply into its parts and finishes them.
+func (s *Store) finishProgram(p *program, b []byte) {
+	rd := reply{b: b}
+	now := rd.time()
+	for _, pt := range p.parts {
+		pt.now = now
+		s.readPart(pt, &rd)
+		if rd.err != nil {
+			break
+		}
+	}
+	if rd.err == nil && rd.off != len(b) {
+		rd.fail()
+	}
+	if rd.err != nil {
+		s.failProgram(p, rd.err)
+		return
+	}
+	for _, pt := range p.parts {
+		s.finishPart(pt)
+	}
+}

@@ -1,0 +1,212 @@
+package redislimit
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+)
+
+// Store keeps a limiter's buckets on a Redis server or cluster; it
+// implements internal/store.Store. Its methods are safe for concurrent
+// use.
+type Store struct {
+	client  redis.UniversalClient
+	ks      *keyspace
+	clock   func() int64 // nil: the server's TIME
+	holdTTL time.Duration
+	sweep   int // expiry-index entries a call deletes at most (client clock)
+	src     string
+	sha     string
+	b       batcher
+
+	grants, denials, reservations atomic.Uint64
+
+	mu     sync.Mutex
+	active int // jobs under way
+	closed bool
+	idle   sync.Cond
+}
+
+func newStore(client redis.UniversalClient, cfg *config, clock func() int64) *Store {
+	s := &Store{
+		client:  client,
+		ks:      newKeyspace(cfg.prefix),
+		clock:   clock,
+		holdTTL: cfg.holdTTL,
+		sweep:   cfg.sweep,
+		src:     scriptSource,
+		sha:     scriptSHA,
+	}
+	s.idle.L = &s.mu
+	s.b.start(s, cfg.rounds)
+	return s
+}
+
+// Partitions is the number of slot tags.
+func (s *Store) Partitions() int { return Slots }
+
+// Route returns the tag of shard shard of the bucket whose (name, key)
+// hashes to hash.
+func (s *Store) Route(hash uint64, shard uint32) int32 { return route(hash, shard) }
+
+// begin registers a job; false once the store is closed.
+func (s *Store) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.active++
+	return true
+}
+
+func (s *Store) jobEnded() {
+	s.mu.Lock()
+	s.active--
+	if s.active == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+}
+
+// Close waits for the calls under way, then stops; calls made afterwards
+// fail with actor.ErrClosed. It does not close the client.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for s.active > 0 {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
+	s.b.close()
+	return nil
+}
+
+// Counts returns the decisions made through this store. Live is not
+// tracked: the buckets live on the server.
+func (s *Store) Counts() actor.Counts {
+	return actor.Counts{Grants: s.grants.Load(), Denials: s.denials.Load(), Reservations: s.reservations.Load()}
+}
+
+func failItems(c *actor.Call, err error) {
+	for i := range c.Items {
+		c.Items[i].Err = err
+	}
+}
+
+// Decide decides c's members; see internal/store.Store.
+func (s *Store) Decide(ctx context.Context, c *actor.Call) (abandoned bool, err error) {
+	if len(c.Items) == 0 {
+		return false, nil
+	}
+	if !s.begin() {
+		failItems(c, actor.ErrClosed)
+		return false, nil
+	}
+	for i := range c.Items {
+		if err := checkLimit(c.Items[i].ID.Name, c.Items[i].Lim); err != nil {
+			failItems(c, err)
+			s.jobEnded()
+			return false, nil
+		}
+	}
+	j := s.newJob(c)
+	switch {
+	case !c.Atomic:
+		j.planIndependent()
+	case onePart(c):
+		j.planAtomic()
+	case !writes(c):
+		j.planPeek(true)
+		abandoned, err = j.run(ctx, j.parts)
+		if err == nil {
+			j.decideRead()
+		}
+		return s.end(j, abandoned, err)
+	default:
+		if err := ctx.Err(); err != nil {
+			j.free()
+			s.jobEnded()
+			return false, err
+		}
+		j.twoPhase()
+		return s.end(j, false, nil)
+	}
+	abandoned, err = j.run(ctx, j.parts)
+	return s.end(j, abandoned, err)
+}
+
+// end finishes a job the caller ran: unless abandoned (the store then
+// releases it when its last part is done), it is freed here.
+func (s *Store) end(j *job, abandoned bool, err error) (bool, error) {
+	if abandoned {
+		return true, err
+	}
+	j.free()
+	s.jobEnded()
+	return false, err
+}
+
+// Peek fills c's items' states as stored (or fresh) and sets c.Now to the
+// latest clock reading among the programs that read them.
+func (s *Store) Peek(c *actor.Call) {
+	if len(c.Items) == 0 {
+		return
+	}
+	if !s.begin() {
+		failItems(c, actor.ErrClosed)
+		return
+	}
+	j := s.newJob(c)
+	j.planPeek(false)
+	j.run(context.Background(), j.parts)
+	for i := range j.parts {
+		c.Now = max(c.Now, j.parts[i].now)
+	}
+	s.end(j, false, nil)
+}
+
+// Reset deletes c's items' buckets.
+func (s *Store) Reset(c *actor.Call) {
+	if len(c.Items) == 0 {
+		return
+	}
+	if !s.begin() {
+		failItems(c, actor.ErrClosed)
+		return
+	}
+	j := s.newJob(c)
+	j.planItems(unitReset)
+	j.run(context.Background(), j.parts)
+	s.end(j, false, nil)
+}
+
+// onePart reports whether all of c's items share a tag.
+func onePart(c *actor.Call) bool {
+	t := c.Items[0].Part
+	for i := 1; i < len(c.Items); i++ {
+		if c.Items[i].Part != t {
+			return false
+		}
+	}
+	return true
+}
+
+// writes reports whether deciding c may store anything.
+func writes(c *actor.Call) bool {
+	for i := range c.Members {
+		if c.Members[i].Op != actor.OpCheck {
+			return true
+		}
+	}
+	return false
+}
