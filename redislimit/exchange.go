@@ -8,19 +8,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptCmd is an EVALSHA or EVAL that go-redis never retries on its own:
-// a script whose reply was lost may have run, and running it again could
-// grant or credit twice. NOSCRIPT (the script did not run) is retried
-// here, once (see exchange).
+// scriptCmd is an FCALL that go-redis never retries on its own: a call
+// whose reply was lost may have run, and running it again could grant or
+// credit twice. A missing library (the call did not run) is loaded and the
+// call retried here, once (see exchange).
 type scriptCmd struct{ *redis.Cmd }
 
 // NoRetry tells go-redis not to retry the command.
 func (scriptCmd) NoRetry() bool { return true }
 
 // exchange sends r's programs (pipelined when more than one) and finishes
-// their parts with the replies. A program the server no longer knows
-// (NOSCRIPT: restarted, failed over, flushed) is sent once more with the
-// script's source, which loads it.
+// their parts with the replies. A server that does not know the function
+// (its functions were flushed, or it is a new primary that never had them)
+// gets the library loaded, and the call is sent once more.
 func (s *Store) exchange(r *round) {
 	ctx := context.Background()
 	nowArg := ""
@@ -38,19 +38,19 @@ func (s *Store) exchange(r *round) {
 	cmds := make([]scriptCmd, len(r.progs))
 	for i, p := range r.progs {
 		blob := p.build(r.tags[i], s.ks, s.clock != nil, s.sweep, float64(s.holdTTL.Milliseconds()))
-		cmds[i] = s.scriptCmd(ctx, "evalsha", s.sha, p.keys, blob, nowArg)
+		cmds[i] = s.scriptCmd(ctx, p.keys, blob, nowArg)
 	}
 	s.send(ctx, cmds)
 	var retry []int
 	for i := range cmds {
-		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if err := cmds[i].Err(); err != nil && strings.Contains(err.Error(), "Function not found") {
 			retry = append(retry, i)
 		}
 	}
-	if len(retry) > 0 {
+	if len(retry) > 0 && loadLibrary(ctx, s.client) == nil {
 		again := make([]scriptCmd, len(retry))
 		for k, i := range retry {
-			again[k] = s.scriptCmd(ctx, "eval", s.src, r.progs[i].keys, r.progs[i].out, nowArg)
+			again[k] = s.scriptCmd(ctx, r.progs[i].keys, r.progs[i].out, nowArg)
 		}
 		s.send(ctx, again)
 		for k, i := range retry {
@@ -60,21 +60,23 @@ func (s *Store) exchange(r *round) {
 	for i, p := range r.progs {
 		b, err := cmds[i].Text()
 		if err != nil {
-			s.failProgram(p, fmt.Errorf("redislimit: script on tag %s: %w", tags[r.tags[i]], err))
+			s.failProgram(p, fmt.Errorf("redislimit: function call on tag %s: %w", tags[r.tags[i]], err))
 			continue
 		}
 		s.finishProgram(p, []byte(b))
 	}
 }
 
-func (s *Store) scriptCmd(ctx context.Context, verb, script string, keys []string, blob []byte, nowArg string) scriptCmd {
+func (s *Store) scriptCmd(ctx context.Context, keys []string, blob []byte, nowArg string) scriptCmd {
 	args := make([]any, 0, 3+len(keys)+2)
-	args = append(args, verb, script, len(keys))
+	args = append(args, "fcall", libraryName, len(keys))
 	for _, k := range keys {
 		args = append(args, k)
 	}
 	args = append(args, blob, nowArg)
-	return scriptCmd{redis.NewCmd(ctx, args...)}
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	return scriptCmd{cmd}
 }
 
 // send runs cmds, one alone or several in a pipeline; errors stay in the

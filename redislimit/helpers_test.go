@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -44,7 +45,10 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(childEnv); role != "" {
 		os.Exit(runChild(role))
 	}
-	verifyStates = true
+	flag.Parse()
+	// Tests compare every state the function writes with the replay, bit
+	// for bit; benchmarks measure the store as it runs.
+	verifyStates = os.Getenv("RL_NOVERIFY") == "" && flag.Lookup("test.bench").Value.String() == ""
 	redisBin, _ = exec.LookPath("redis-server")
 	redisCli, _ = exec.LookPath("redis-cli")
 	if redisBin == "" && !requireRed {
@@ -56,6 +60,9 @@ func TestMain(m *testing.M) {
 	}
 	if sharedCluster != nil {
 		sharedCluster.stop()
+	}
+	if benchServer.s != nil {
+		benchServer.s.stop()
 	}
 	for _, d := range sharedDirs {
 		os.RemoveAll(d)
@@ -108,7 +115,9 @@ func startServer(dir string, port int, extra ...string) (*server, error) {
 
 func (s *server) start() error {
 	s.cmd = exec.Command(redisBin, s.args...)
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Setpgid: a terminal's ^C stops the tests, not the servers first;
+	// Pdeathsig: the server dies with the test binary, however it ends.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}

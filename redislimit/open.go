@@ -50,7 +50,7 @@ func Open(client redis.UniversalClient, opts ratelimit.Options, ropts ...Option)
 			return nil, err
 		}
 	}
-	if err := loadScript(ctx, client); err != nil {
+	if err := loadLibrary(ctx, client); err != nil {
 		return nil, err
 	}
 	var clock func() int64
@@ -67,20 +67,21 @@ func Open(client redis.UniversalClient, opts ratelimit.Options, ropts ...Option)
 	return l.(*ratelimit.Limiter), nil
 }
 
-// loadScript loads the script on every master.
-func loadScript(ctx context.Context, client redis.UniversalClient) error {
-	err := eachMaster(ctx, client, func(ctx context.Context, c *redis.Client) error {
-		sha, err := c.ScriptLoad(ctx, scriptSource).Result()
+// loadLibrary loads the function library on every master (replacing a
+// copy already there: the name is the source's hash, so a copy is the
+// same code).
+func loadLibrary(ctx context.Context, client redis.UniversalClient) error {
+	return eachMaster(ctx, client, func(ctx context.Context, c *redis.Client) error {
+		name, err := c.FunctionLoadReplace(ctx, librarySource).Result()
 		if err != nil {
 			if isUnavailable(err) {
 				return fmt.Errorf("%w: %s: %v", ratelimit.ErrUnavailable, c.Options().Addr, err)
 			}
-			return fmt.Errorf("%w: %s: loading the script: %v (Redis 7.0 or later, or Valkey, is required)", ErrServerConfig, c.Options().Addr, err)
+			return fmt.Errorf("%w: %s: loading the function library: %v (Redis 7.0 or later, or Valkey, is required)", ErrServerConfig, c.Options().Addr, err)
 		}
-		if sha != scriptSHA {
-			return fmt.Errorf("%w: %s: the script loaded as %s, not %s", ErrServerConfig, c.Options().Addr, sha, scriptSHA)
+		if name != libraryName {
+			return fmt.Errorf("%w: %s: the library loaded as %q, not %q", ErrServerConfig, c.Options().Addr, name, libraryName)
 		}
 		return nil
 	})
-	return err
 }

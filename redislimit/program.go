@@ -12,7 +12,7 @@ import (
 // A program is one script call: the units of the parts queued on one tag,
 // encoded as script.lua reads them (little-endian):
 //
-//	header  nLimits, nItems, nUnits, dropKey, expiryKey, sweep, verify uint16; holdMs float64
+//	header  nLimits, nItems, nUnits, firstBucketKey, nBucketKeys, dropKey, expiryKey, sweep, verify uint16; holdMs float64
 //	limit   kind uint8; rate, period, capacity, maxReserved, periodUs, periodRem float64
 //	item    key, limit uint16; phaseUs, phaseRem float64
 //	unit    kind uint8; n, holdKey uint16; then n of:
@@ -22,7 +22,9 @@ import (
 //	  settle entry   item uint16; expectPresent uint8; value, us, rem float64;
 //	                 targetPresent uint8; value, us, rem float64; amount float64
 //
-// Keys and items are numbered from 1; 0 is "none". The reply is the clock
+// Keys and items are numbered from 1; 0 is "none". The tag's drop record
+// and expiry index come first among the keys, then the holds, then the
+// buckets, which the function reads at once. The reply is the clock
 // reading (us, rem float64), then per unit a status byte and, for decide
 // (per member: a, then b) and peek (per item), the prior state of each
 // item: present uint8; value, us, rem float64. With verify set (tests), a
@@ -188,9 +190,6 @@ func (p *program) member(pt *part, d *dmember) {
 // build encodes p's parts and assembles the program with its tag's extra
 // keys.
 func (p *program) build(tag int32, ks *keyspace, clientClock bool, sweep int, holdMs float64) []byte {
-	for _, pt := range p.parts {
-		p.encode(pt)
-	}
 	drop := p.key(ks.drop[tag])
 	exp := uint16(0)
 	if clientClock {
@@ -198,8 +197,17 @@ func (p *program) build(tag int32, ks *keyspace, clientClock bool, sweep int, ho
 	} else {
 		sweep = 0
 	}
+	for _, pt := range p.parts {
+		if pt.hold != "" {
+			p.key(pt.hold)
+		}
+	}
+	b0 := len(p.keys) + 1
+	for _, pt := range p.parts {
+		p.encode(pt)
+	}
 	b := p.out[:0]
-	for _, v := range []int{len(p.lims), p.nItems, p.nUnits, int(drop), int(exp), sweep, int(b2u(verifyStates))} {
+	for _, v := range []int{len(p.lims), p.nItems, p.nUnits, b0, len(p.keys) + 1 - b0, int(drop), int(exp), sweep, int(b2u(verifyStates))} {
 		b = binary.LittleEndian.AppendUint16(b, uint16(v))
 	}
 	b = f64s(b, holdMs)

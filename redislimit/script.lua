@@ -1,46 +1,30 @@
-#!lua
--- redislimit's one script: it decides a batch of units on the buckets of one
--- slot tag, in order and atomically, and stores what they grant. Its
--- arithmetic mirrors package internal/bucket operation for operation
--- (doubles on both sides); the Go side replays every decision on the states
--- this script reports and refuses a reply that disagrees.
+#!lua name=LIBRARY
+-- redislimit's function library (FUNCTION LOAD; called with FCALL): one
+-- function decides a batch of units on the buckets of one slot tag, in
+-- order and atomically, and stores what they grant. Its arithmetic mirrors
+-- package internal/bucket operation for operation (doubles on both sides);
+-- the Go side replays every decision on the states this function reports
+-- and refuses a reply that disagrees. The helpers and scratch tables are
+-- made once, when the library loads; a call resets what it uses.
 --
 -- Times are (us, rem): whole microseconds since the Unix epoch and the
 -- nanoseconds beyond them, 0 <= rem < 1000, both held exactly in doubles.
 --
--- KEYS: the keys the batch names (buckets, holds, the tag's drop record and
--- expiry index). ARGV[1]: the program (see program.go). ARGV[2]: the clock
--- as '<dd' (us, rem), or '' to read the server's TIME.
-local pack, sunpack, concat, tunpack = struct.pack, struct.unpack, table.concat, unpack
-local call, floor, huge = redis.call, math.floor, math.huge
-local prog = ARGV[1]
+-- keys: the tag's drop record and expiry index, the holds the batch names,
+-- then its buckets (nB from b0). args[1]: the program (see program.go). args[2]: the clock as '<dd' (us, rem), or '' for the
+-- server's TIME.
+-- The libraries exist only when the function runs (not while the library
+-- loads): bound on the first call.
+local pack, sunpack, call, concat, tunpack, floor, huge
 
-local nus, nrem
-if ARGV[2] == '' then
-  local t = call('TIME')
-  nus, nrem = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
-else
-  nus, nrem = sunpack('<dd', ARGV[2])
-end
-if not (nus >= 0 and nus < 4503599627370496) then -- 2^52 us: 1970 to 2112
-  return redis.error_reply('RANGE ratelimit: clock outside the years 1970 to 2112')
-end
-
-local pos = 1
-local nL, nI, nU, dropK, expK, sweepN, verify, holdMs
-nL, nI, nU, dropK, expK, sweepN, verify, holdMs, pos = sunpack('<HHHHHHHd', prog, pos)
+-- The call's inputs and clock.
+local KEYS, prog, pos, nus, nrem, nU
 
 -- Limits: kind (1 token bucket, 2 fixed window), rate, period as a double
--- (fP), capacity, maxReserved (0: unlimited), period as (us, rem).
+-- (LF), capacity, maxReserved (0: unlimited), period as (us, rem).
 local LK, LR, LF, LC, LM, LPu, LPr = {}, {}, {}, {}, {}, {}, {}
-for i = 1, nL do
-  LK[i], LR[i], LF[i], LC[i], LM[i], LPu[i], LPr[i], pos = sunpack('<Bdddddd', prog, pos)
-end
 -- Items: key index, limit index, fixed-window phase as (us, rem).
 local IK, IL, IHu, IHr = {}, {}, {}, {}
-for i = 1, nI do
-  IK[i], IL[i], IHu[i], IHr[i], pos = sunpack('<HHdd', prog, pos)
-end
 
 -- a <= b, for times
 local function le(aus, arem, bus, brem)
@@ -186,7 +170,7 @@ end
 -- The tag's drop record: the latest clock reading at which a full bucket
 -- was deleted here. An absent bucket is fresh as of max(now, it), so that
 -- a clock gone back cannot count a refill twice (as the partitions do).
-local dLoaded, dUs, dRem, dChanged = false, nil, nil, false
+local dropK, dLoaded, dUs, dRem, dChanged
 local function freshAt()
   if not dLoaded then
     dLoaded = true
@@ -203,22 +187,10 @@ local function dropped()
   end
 end
 
--- The bucket cache: CP[k] is nil (not read yet), true (present) or false
+-- The bucket cache, by key index: CP[k] is true (present) or false
 -- (absent); CV, CU, CR its state; CW the item whose limit last wrote it.
 local CP, CV, CU, CR, CW = {}, {}, {}, {}, {}
 local isDirty, dirty, nDirty = {}, {}, 0
-local function load(k)
-  if CP[k] == nil then
-    local raw = call('GET', KEYS[k])
-    if raw then
-      if #raw ~= 24 then error('ratelimit: ' .. KEYS[k] .. ' is not a bucket') end
-      CP[k] = true
-      CV[k], CU[k], CR[k] = sunpack('<ddd', raw)
-    else
-      CP[k] = false
-    end
-  end
-end
 local function mark(k)
   if not isDirty[k] then
     isDirty[k] = true
@@ -229,7 +201,6 @@ end
 -- item i's bucket as stored, or fresh: v, us, rem, present
 local function state(i)
   local k = IK[i]
-  load(k)
   if CP[k] then return CV[k], CU[k], CR[k], true end
   local fu, fr = freshAt()
   local v, u, r = fresh(i, fu, fr)
@@ -251,20 +222,11 @@ local function store(k, i, v, u, r)
   end
 end
 
-local out = { pack('<dd', nus, nrem) }
+-- The reply, in pieces.
+local out, nOut = {}, 0
 local function emit(v, u, r, present)
-  out[#out + 1] = pack('<Bddd', present and 1 or 0, v, u, r)
-end
-
--- Expiry index sweep (clock from the client): delete the buckets that
--- are full by now, bounded per call.
-if expK > 0 and sweepN > 0 then
-  local due = call('ZRANGEBYSCORE', KEYS[expK], '-inf', string.format('%.17g', nus), 'LIMIT', 0, sweepN)
-  if #due > 0 then
-    call('DEL', tunpack(due))
-    call('ZREM', KEYS[expK], tunpack(due))
-    dropped()
-  end
+  nOut = nOut + 1
+  out[nOut] = pack('<Bddd', present and 1 or 0, v, u, r)
 end
 
 -- A unit's tentative writes, applied to the cache when it is granted.
@@ -289,144 +251,66 @@ local function tput(i, v, u, r)
   oK[nO], oI[nO], oV[nO], oU[nO], oR[nO] = k, i, v, u, r
 end
 
-local holds = {}
+-- Decide members of a unit.
 local mOp, mRes, mRole, mA, mB, mCount = {}, {}, {}, {}, {}, {}
 local mRv, mRu, mRr, mTu, mTr, mWv, mFirst = {}, {}, {}, {}, {}, {}, {}
 
-for _ = 1, nU do
-  local kind, n, holdK
-  kind, n, holdK, pos = sunpack('<BHH', prog, pos)
-  if kind == 1 then -- decide: members, granted all or none
-    for m = 1, n do
-      mOp[m], mRes[m], mRole[m], mA[m], mB[m], mCount[m], pos = sunpack('<BBBHHd', prog, pos)
-      if mRole[m] == 2 then
-        mRv[m], mRu[m], mRr[m], mTu[m], mTr[m], mWv[m], mFirst[m], pos = sunpack('<ddddddB', prog, pos)
+-- decideUnit decides n members (already read) all or none, and returns
+-- the unit's status: 0 denied, 1 granted, 2 a pair across slots whose
+-- held share cannot cover the decision.
+local function decideUnit(n)
+  nO = 0
+  for m = 1, n do
+    local op, res, i, count = mOp[m], mRes[m], mA[m], mCount[m]
+    local l = IL[i]
+    local role = mRole[m]
+    if op == 2 then -- credit
+      local v, u, r = cur(i)
+      tput(i, credit(l, v, u, r, nus, nrem, count))
+    elseif role == 1 then -- first shard of a pair across slots: hold what it may take
+      local v, u, r = cur(i)
+      local pv, pu, pr = project(l, v, u, r, nus, nrem)
+      if op == 0 then
+        local al = allowed(l, res)
+        local w = pv - count
+        if not (w >= -al and w ~= -huge) then
+          if al ~= huge and pv > -al then w = -al else w = pv end
+        end
+        tput(i, w, pu, pr)
       end
-    end
-    local status = 1
-    local at = #out + 1
-    out[at] = '' -- the status, filled below
-    for m = 1, n do
-      emit(state(mA[m]))
-      if mB[m] > 0 then emit(state(mB[m])) end
-    end
-    nO = 0
-    for m = 1, n do
-      local op, res, i, count = mOp[m], mRes[m], mA[m], mCount[m]
-      local l = IL[i]
-      local role = mRole[m]
-      if op == 2 then -- credit
-        local v, u, r = cur(i)
-        tput(i, credit(l, v, u, r, nus, nrem, count))
-      elseif role == 1 then -- first half of a pair across slots: hold what it may take
-        local v, u, r = cur(i)
-        local pv, pu, pr = project(l, v, u, r, nus, nrem)
-        if op == 0 then
-          local al = allowed(l, res)
-          local w = pv - count
-          if not (w >= -al and w ~= -huge) then
-            if al ~= huge and pv > -al then w = -al else w = pv end
-          end
-          tput(i, w, pu, pr)
-        end
-      elseif role == 2 then -- second half: decide the pair, the other's state given
-        local v, u, r = cur(i)
-        local du, dr = nus, nrem
-        if le(mTu[m], mTr[m], du, dr) then du, dr = mTu[m], mTr[m] end
-        local good, wa, wb, av, au, ar, bv, bu, br
-        local other
-        if mFirst[m] == 1 then
-          good, wa, wb, av, au, ar, bv, bu, br = takeTwo(l, mRv[m], mRu[m], mRr[m], v, u, r, du, dr, count, res)
-          other = wa and av or mRv[m]
-          if good and op == 0 and wb then tput(i, bv, bu, br) end
-        else
-          good, wa, wb, av, au, ar, bv, bu, br = takeTwo(l, v, u, r, mRv[m], mRu[m], mRr[m], du, dr, count, res)
-          other = wb and bv or mRv[m]
-          if good and op == 0 and wa then tput(i, av, au, ar) end
-        end
-        if not good then
-          status = 0
-        elseif op == 0 and other < mWv[m] then
-          status = 2 -- the held part does not cover the decision
-        end
-      elseif mB[m] == 0 then
-        local v, u, r = cur(i)
-        local good, nv, nu2, nr2 = take(l, v, u, r, nus, nrem, count, res)
-        if not good then
-          status = 0
-        elseif op == 0 then
-          tput(i, nv, nu2, nr2)
-        end
+    elseif role == 2 then -- second shard: decide the pair, the first's state given
+      local v, u, r = cur(i)
+      local du, dr = nus, nrem
+      if le(mTu[m], mTr[m], du, dr) then du, dr = mTu[m], mTr[m] end
+      local good, wa, wb, av, au, ar, bv, bu, br, other
+      if mFirst[m] == 1 then
+        good, wa, wb, av, au, ar, bv, bu, br = takeTwo(l, mRv[m], mRu[m], mRr[m], v, u, r, du, dr, count, res)
+        other = wa and av or mRv[m]
+        if good and op == 0 and wb then tput(i, bv, bu, br) end
       else
-        local av, au, ar = cur(i)
-        local bv, bu, br = cur(mB[m])
-        local good, wa, wb, nav, nau, nar, nbv, nbu, nbr = takeTwo(l, av, au, ar, bv, bu, br, nus, nrem, count, res)
-        if not good then
-          status = 0
-        elseif op == 0 then
-          if wa then tput(i, nav, nau, nar) end
-          if wb then tput(mB[m], nbv, nbu, nbr) end
-        end
+        good, wa, wb, av, au, ar, bv, bu, br = takeTwo(l, v, u, r, mRv[m], mRu[m], mRr[m], du, dr, count, res)
+        other = wb and bv or mRv[m]
+        if good and op == 0 and wa then tput(i, av, au, ar) end
       end
-      if status ~= 1 then break end
-    end
-    if status == 1 then
-      for j = 1, nO do store(oK[j], oI[j], oV[j], oU[j], oR[j]) end
-      if holdK > 0 and nO > 0 then holds[#holds + 1] = holdK end
-      if verify == 1 then -- tests: the states the unit left, compared bit for bit
-        for m = 1, n do
-          emit(state(mA[m]))
-          if mB[m] > 0 then emit(state(mB[m])) end
-        end
-      end
-    end
-    out[at] = pack('B', status)
-  elseif kind == 2 then -- peek
-    out[#out + 1] = pack('B', 1)
-    for _ = 1, n do
-      local i
-      i, pos = sunpack('<H', prog, pos)
-      emit(state(i))
-    end
-  elseif kind == 3 then -- reset
-    out[#out + 1] = pack('B', 1)
-    for _ = 1, n do
-      local i
-      i, pos = sunpack('<H', prog, pos)
-      local k = IK[i]
-      CP[k] = false
-      mark(k)
-    end
-  elseif kind == 4 then -- settle a hold: restore what is unchanged, credit the rest
-    local live = call('DEL', KEYS[holdK]) == 1
-    out[#out + 1] = pack('B', live and 1 or 0)
-    for _ = 1, n do
-      local i, ep, ev, eu, er, tp, tv, tu, tr, amount
-      i, ep, ev, eu, er, tp, tv, tu, tr, amount, pos = sunpack('<HBdddBdddd', prog, pos)
-      if live then
-        local k = IK[i]
-        load(k)
-        local same
-        if CP[k] then
-          same = ep == 1 and CV[k] == ev and CU[k] == eu and CR[k] == er
-        else
-          same = ep == 0
-        end
-        if same then
-          if tp == 1 then
-            put(k, i, tv, tu, tr)
-          else
-            CP[k] = false
-            mark(k)
-          end
-        elseif amount > 0 and CP[k] then
-          store(k, i, credit(IL[i], CV[k], CU[k], CR[k], nus, nrem, amount))
-        end
+      if not good then return 0 end
+      if op == 0 and other < mWv[m] then return 2 end
+    elseif mB[m] == 0 then
+      local v, u, r = cur(i)
+      local good, nv, nu2, nr2 = take(l, v, u, r, nus, nrem, count, res)
+      if not good then return 0 end
+      if op == 0 then tput(i, nv, nu2, nr2) end
+    else
+      local av, au, ar = cur(i)
+      local bv, bu, br = cur(mB[m])
+      local good, wa, wb, nav, nau, nar, nbv, nbu, nbr = takeTwo(l, av, au, ar, bv, bu, br, nus, nrem, count, res)
+      if not good then return 0 end
+      if op == 0 then
+        if wa then tput(i, nav, nau, nar) end
+        if wb then tput(mB[m], nbv, nbu, nbr) end
       end
     end
-  else
-    error('ratelimit: unknown unit ' .. kind)
   end
+  return 1
 end
 
 -- When a bucket is full again, as (us, rem), checked with project: nil if
@@ -437,11 +321,10 @@ local function fullAt(i, v, u, r)
   local pv, pu, pr = project(l, v, u, r, nus, nrem)
   local need = cap - pv
   if not (need < huge) then return nil end
-  local tu, tr
   if LK[l] == 2 then
     local k = floor(need / LR[l]) + 1
     if not (k * (LPu[l] + 1) < 4503599627370496) then return nil end
-    tu, tr = add(pu, pr, mul(k, l))
+    local tu, tr = add(pu, pr, mul(k, l))
     for _ = 1, 4 do
       if project(l, v, u, r, tu, tr) >= cap then return tu, tr end
       tu, tr = add(tu, tr, LPu[l], LPr[l])
@@ -457,32 +340,199 @@ local function fullAt(i, v, u, r)
   return nil
 end
 
-for j = 1, nDirty do
-  local k = dirty[j]
-  if CP[k] then
-    local blob = pack('<ddd', CV[k], CU[k], CR[k])
-    local tu, tr = fullAt(CW[k], CV[k], CU[k], CR[k])
-    if expK > 0 then
-      call('SET', KEYS[k], blob)
-      if tu then
-        call('ZADD', KEYS[expK], string.format('%.17g', tu + 1), KEYS[k])
-      else
-        call('ZREM', KEYS[expK], KEYS[k])
-      end
-    elseif tu then
-      call('SET', KEYS[k], blob, 'PXAT', string.format('%.0f', floor(tu / 1000) + 2))
-    else
-      call('SET', KEYS[k], blob)
-    end
+local holds, nHolds = {}, 0
+local expK, sweepN, verify, holdMs
+
+-- begin reads the call's clock and program header, limits and items;
+-- false and an error reply when the clock is out of range.
+local function begin(keys, args)
+  if not call then
+    pack, sunpack, call, concat, tunpack = struct.pack, struct.unpack, redis.call, table.concat, unpack
+    floor, huge = math.floor, math.huge
+  end
+  KEYS, prog = keys, args[1]
+  if args[2] == '' then
+    local t = call('TIME')
+    nus, nrem = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
   else
-    call('DEL', KEYS[k])
-    if expK > 0 then call('ZREM', KEYS[expK], KEYS[k]) end
+    nus, nrem = sunpack('<dd', args[2])
+  end
+  if not (nus >= 0 and nus < 4503599627370496) then -- 2^52 us: 1970 to 2112
+    return false
+  end
+  local nL, nI, b0, nB
+  nL, nI, nU, b0, nB, dropK, expK, sweepN, verify, holdMs, pos = sunpack('<HHHHHHHHHd', prog, 1)
+  for i = 1, nL do
+    LK[i], LR[i], LF[i], LC[i], LM[i], LPu[i], LPr[i], pos = sunpack('<Bdddddd', prog, pos)
+  end
+  for i = 1, nI do
+    IK[i], IL[i], IHu[i], IHr[i], pos = sunpack('<HHdd', prog, pos)
+  end
+  dLoaded, dUs, dRem, dChanged = false, nil, nil, false
+  nDirty, nOut, nHolds = 0, 1, 0
+  out[1] = pack('<dd', nus, nrem)
+  return true, b0, nB
+end
+
+-- load sweeps the expiry index (clock from the client: delete the
+-- buckets that are full by now, bounded per call), then reads every
+-- bucket at once.
+local function load(b0, nB)
+  if expK > 0 and sweepN > 0 then
+    local due = call('ZRANGEBYSCORE', KEYS[expK], '-inf', nus, 'LIMIT', 0, sweepN)
+    if #due > 0 then
+      call('DEL', tunpack(due))
+      call('ZREM', KEYS[expK], tunpack(due))
+      dropped()
+    end
+  end
+  if nB > 0 then
+    local raw = call('MGET', tunpack(KEYS, b0, b0 + nB - 1))
+    for k = b0, b0 + nB - 1 do
+      local b = raw[k - b0 + 1]
+      isDirty[k] = false
+      if b then
+        if #b ~= 24 then error('ratelimit: ' .. KEYS[k] .. ' is not a bucket') end
+        CP[k] = true
+        CV[k], CU[k], CR[k] = sunpack('<ddd', b)
+      else
+        CP[k] = false
+      end
+    end
   end
 end
-for _, k in ipairs(holds) do
-  call('SET', KEYS[k], '1', 'PX', string.format('%.0f', holdMs))
+
+-- decideKind runs a decide unit of n members.
+local function decideKind(n, holdK)
+  for m = 1, n do
+    mOp[m], mRes[m], mRole[m], mA[m], mB[m], mCount[m], pos = sunpack('<BBBHHd', prog, pos)
+    if mRole[m] == 2 then
+      mRv[m], mRu[m], mRr[m], mTu[m], mTr[m], mWv[m], mFirst[m], pos = sunpack('<ddddddB', prog, pos)
+    end
+  end
+  nOut = nOut + 1
+  local at = nOut
+  for m = 1, n do
+    emit(state(mA[m]))
+    if mB[m] > 0 then emit(state(mB[m])) end
+  end
+  local status = decideUnit(n)
+  if status == 1 then
+    for j = 1, nO do store(oK[j], oI[j], oV[j], oU[j], oR[j]) end
+    if holdK > 0 and nO > 0 then
+      nHolds = nHolds + 1
+      holds[nHolds] = holdK
+    end
+    if verify == 1 then -- tests: the states the unit left, compared bit for bit
+      for m = 1, n do
+        emit(state(mA[m]))
+        if mB[m] > 0 then emit(state(mB[m])) end
+      end
+    end
+  end
+  out[at] = pack('B', status)
 end
-if dChanged then
-  call('SET', KEYS[dropK], pack('<dd', dUs, dRem))
+
+-- itemsKind runs a peek (kind 2) or reset (kind 3) unit of n items.
+local function itemsKind(kind, n)
+  nOut = nOut + 1
+  out[nOut] = pack('B', 1)
+  for _ = 1, n do
+    local i
+    i, pos = sunpack('<H', prog, pos)
+    if kind == 2 then
+      emit(state(i))
+    else
+      local k = IK[i]
+      CP[k] = false
+      mark(k)
+    end
+  end
 end
-return concat(out)
+
+-- settleKind ends a hold: restores what is unchanged, credits the rest.
+local function settleKind(n, holdK)
+  local live = call('DEL', KEYS[holdK]) == 1
+  nOut = nOut + 1
+  out[nOut] = pack('B', live and 1 or 0)
+  for _ = 1, n do
+    local i, ep, ev, eu, er, tp, tv, tu, tr, amount
+    i, ep, ev, eu, er, tp, tv, tu, tr, amount, pos = sunpack('<HBdddBdddd', prog, pos)
+    if live then
+      local k = IK[i]
+      local same
+      if CP[k] then
+        same = ep == 1 and CV[k] == ev and CU[k] == eu and CR[k] == er
+      else
+        same = ep == 0
+      end
+      if same then
+        if tp == 1 then
+          put(k, i, tv, tu, tr)
+        else
+          CP[k] = false
+          mark(k)
+        end
+      elseif amount > 0 and CP[k] then
+        store(k, i, credit(IL[i], CV[k], CU[k], CR[k], nus, nrem, amount))
+      end
+    end
+  end
+end
+
+-- writeBack stores what changed, with its expiry, and the holds.
+local function writeBack()
+  for j = 1, nDirty do
+    local k = dirty[j]
+    if CP[k] then
+      local blob = pack('<ddd', CV[k], CU[k], CR[k])
+      local tu = fullAt(CW[k], CV[k], CU[k], CR[k])
+      if expK > 0 then
+        call('SET', KEYS[k], blob)
+        if tu then
+          call('ZADD', KEYS[expK], tu + 1, KEYS[k])
+        else
+          call('ZREM', KEYS[expK], KEYS[k])
+        end
+      elseif tu then
+        call('SET', KEYS[k], blob, 'PXAT', floor(tu / 1000) + 2)
+      else
+        call('SET', KEYS[k], blob)
+      end
+    else
+      call('DEL', KEYS[k])
+      if expK > 0 then call('ZREM', KEYS[expK], KEYS[k]) end
+    end
+  end
+  for j = 1, nHolds do
+    call('SET', KEYS[holds[j]], '1', 'PX', holdMs)
+  end
+  if dChanged then
+    call('SET', KEYS[dropK], pack('<dd', dUs, dRem))
+  end
+end
+
+local function run(keys, args)
+  local ok, b0, nB = begin(keys, args)
+  if not ok then
+    return redis.error_reply('RANGE ratelimit: clock outside the years 1970 to 2112')
+  end
+  load(b0, nB)
+  for _ = 1, nU do
+    local kind, n, holdK
+    kind, n, holdK, pos = sunpack('<BHH', prog, pos)
+    if kind == 1 then
+      decideKind(n, holdK)
+    elseif kind == 2 or kind == 3 then
+      itemsKind(kind, n)
+    elseif kind == 4 then
+      settleKind(n, holdK)
+    else
+      error('ratelimit: unknown unit ' .. kind)
+    end
+  end
+  writeBack()
+  return concat(out, '', 1, nOut)
+end
+
+redis.register_function{function_name = 'LIBRARY', callback = run}

@@ -20,8 +20,6 @@ type Store struct {
 	clock   func() int64 // nil: the server's TIME
 	holdTTL time.Duration
 	sweep   int // expiry-index entries a call deletes at most (client clock)
-	src     string
-	sha     string
 	b       batcher
 
 	grants, denials, reservations atomic.Uint64
@@ -39,8 +37,6 @@ func newStore(client redis.UniversalClient, cfg *config, clock func() int64) *St
 		clock:   clock,
 		holdTTL: cfg.holdTTL,
 		sweep:   cfg.sweep,
-		src:     scriptSource,
-		sha:     scriptSHA,
 	}
 	s.idle.L = &s.mu
 	s.b.start(s, cfg.rounds)

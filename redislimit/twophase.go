@@ -288,6 +288,14 @@ func (j *job) decidePair(d dmember, mem *actor.Member, now int64) uint8 {
 		a, b = l, o
 	}
 	actor.DecideMember(mem, a, b, now)
+	if w := l; mem.OK && len(c.Members) == 1 && mem.Op == actor.OpTake && o.Write != l.Write {
+		// One shard served a lone take: report its own refill time, as the
+		// partitions' hold-free path for a pair across partitions does.
+		if o.Write {
+			w = o
+		}
+		mem.UntilFull = w.Lim.UntilFull(w.State, now)
+	}
 	tp.finalW[d.m] = o.Write
 	tp.final[d.m] = o.State
 	o.Write = false
