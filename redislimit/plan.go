@@ -3,30 +3,39 @@ package redislimit
 import "github.com/seed7fbd42b6/ratelimit/internal/actor"
 
 // planIndependent makes one part per tag of c's members, each decided on
-// its own (c is not atomic: one item per member).
-func (j *job) planIndependent() {
+// its own (c is not atomic: one item per member), except those whose item
+// already failed; it returns how many it planned.
+func (j *job) planIndependent() int {
 	c := j.c
 	var count, start [Slots]int32
+	n := 0
 	for m := range c.Members {
-		count[c.Items[c.Members[m].First].Part]++
+		if it := &c.Items[c.Members[m].First]; it.Err == nil {
+			count[it.Part]++
+			n++
+		}
 	}
-	j.dms = grow(j.dms, len(c.Members))
+	j.dms = grow(j.dms, n)
 	j.parts = j.parts[:0]
-	n := int32(0)
+	at := int32(0)
 	for t := range count {
-		start[t] = n
+		start[t] = at
 		if count[t] > 0 {
 			p := j.addPart(int32(t), unitDecide)
-			p.lo, p.hi = n, n+count[t]
+			p.lo, p.hi = at, at+count[t]
 		}
-		n += count[t]
+		at += count[t]
 	}
 	for m := range c.Members {
 		a := c.Members[m].First
+		if c.Items[a].Err != nil {
+			continue
+		}
 		t := c.Items[a].Part
 		j.dms[start[t]] = dmember{m: int32(m), a: a, b: -1}
 		start[t]++
 	}
+	return n
 }
 
 // planAtomic makes one part deciding all of c's members, whose items

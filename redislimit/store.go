@@ -108,17 +108,23 @@ func (s *Store) Decide(ctx context.Context, c *actor.Call) (abandoned bool, err 
 		failItems(c, actor.ErrClosed)
 		return false, nil
 	}
+	bad := false
 	for i := range c.Items {
 		if err := checkLimit(c.Items[i].ID.Name, c.Items[i].Lim); err != nil {
-			failItems(c, err)
-			s.jobEnded()
-			return false, nil
+			c.Items[i].Err, bad = err, true
 		}
+	}
+	if bad && c.Atomic {
+		failItems(c, c.FirstErr())
+		s.jobEnded()
+		return false, nil
 	}
 	j := s.newJob(c)
 	switch {
 	case !c.Atomic:
-		j.planIndependent()
+		if j.planIndependent() == 0 {
+			return s.end(j, false, nil)
+		}
 	case onePart(c):
 		j.planAtomic()
 	case !writes(c):

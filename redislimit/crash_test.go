@@ -1,0 +1,3 @@
+package redislimit
+
+func runChild(role string) int { return 2 }
