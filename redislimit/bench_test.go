@@ -3,10 +3,10 @@ package redislimit
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"

@@ -30,7 +30,9 @@ func TestFunctionMirrorsBucket(t *testing.T) {
 	absent := newStore(client, &cfg, func() int64 { return now })
 	defer absent.Close()
 	rng := rand.New(rand.NewPCG(3, 4))
-	logUniform := func(lo, hi float64) float64 { return math.Exp(math.Log(lo) + rng.Float64()*(math.Log(hi)-math.Log(lo))) }
+	logUniform := func(lo, hi float64) float64 {
+		return math.Exp(math.Log(lo) + rng.Float64()*(math.Log(hi)-math.Log(lo)))
+	}
 	pick := func(xs ...float64) float64 { return xs[rng.IntN(len(xs))] }
 	const maxNow = int64(maxClockUs) * 1000
 	decided := 0
