@@ -26,7 +26,8 @@ type Stats struct {
 	WALCommitTime                                      time.Duration // the sum of the latencies WALCommitNanos counts
 
 	// Snapshots written since Open, and the time since the last one (or
-	// since Open when there was none).
+	// since Open when there was none); zero on a shared store
+	// (redislimit).
 	Snapshots   uint64
 	SnapshotAge time.Duration
 }
@@ -68,7 +69,9 @@ func (l *Limiter) Stats() Stats {
 		LiveBuckets:  n.Live,
 		Partitions:   l.store.Partitions(),
 		Snapshots:    l.snapshots.Load(),
-		SnapshotAge:  time.Since(time.Unix(0, l.lastSnap.Load())),
+	}
+	if l.group != nil { // a shared store takes no snapshots
+		s.SnapshotAge = time.Since(time.Unix(0, l.lastSnap.Load()))
 	}
 	if l.wal != nil {
 		w := l.wal.Stats()
