@@ -322,7 +322,8 @@ local function fullAt(i, v, u, r)
   local need = cap - pv
   if not (need < huge) then return nil end
   if LK[l] == 2 then
-    local k = floor(need / LR[l]) + 1
+    local k = floor(need / LR[l])
+    if k < 1 then k = 1 end
     if not (k * (LPu[l] + 1) < 4503599627370496) then return nil end
     local tu, tr = add(pu, pr, mul(k, l))
     for _ = 1, 4 do
