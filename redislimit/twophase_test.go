@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,12 +257,12 @@ func TestTwoPhaseLimitAll(t *testing.T) {
 // buckets sit on different slot tags, in ascending tag order.
 func keysOnDistinctTags(names ...string) []string {
 	keys := make([]string, len(names))
-	last := int32(-1)
 	for i, name := range names {
+		lo, hi := int32(i*Slots/len(names)), int32((i+1)*Slots/len(names))
 		for k := 0; ; k++ {
 			key := fmt.Sprint("k", k)
-			if t := route(bucket.Hash(name, key), 0); t > last {
-				keys[i], last = key, t
+			if t := route(bucket.Hash(name, key), 0); t >= lo && t < hi {
+				keys[i] = key
 				break
 			}
 		}
@@ -272,14 +273,14 @@ func keysOnDistinctTags(names ...string) []string {
 // countKeys counts the keys matching pattern on every master.
 func countKeys(t *testing.T, client redis.UniversalClient, pattern string) int {
 	t.Helper()
-	n := 0
+	var n atomic.Int64 // masters are visited concurrently
 	err := eachMaster(context.Background(), client, func(ctx context.Context, c *redis.Client) error {
 		keys, err := c.Keys(ctx, pattern).Result()
-		n += len(keys)
+		n.Add(int64(len(keys)))
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return int(n.Load())
 }
