@@ -54,6 +54,10 @@ func (tp *twoPhase) reset() {
 	tp.abort, tp.abortOf = tp.abort[:0], tp.abortOf[:0]
 }
 
+// afterStep, set by tests, runs after each granted step of phase one
+// (step k of n), before the next step or phase two.
+var afterStep func(k, n int)
+
 // errPairAcross: a pair across slots whose held share cannot cover the
 // decision (counts near the float64 limit).
 var errPairAcross = errors.New("redislimit: a request on two shards in two slots could not be decided exactly")
@@ -107,6 +111,9 @@ func (j *job) twoPhase() {
 		}
 		if k < tp.steps-1 {
 			j.recordAbort(pt)
+		}
+		if afterStep != nil {
+			afterStep(k, tp.steps)
 		}
 	}
 	j.settle(tp.steps-1, true, -1)
