@@ -223,4 +223,3 @@ func TestClientCrashBetweenPhases(t *testing.T) {
 		})
 	}
 }
-
