@@ -1,10 +1,14 @@
 package redislimit
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
@@ -110,4 +114,33 @@ func TestKeyPrefixWithBraces(t *testing.T) {
 			t.Errorf("prefix %q: %v", p, err)
 		}
 	}
+}
+
+// TestAnyKeyBytes: names and keys of any bytes, up to MaxKeyLen, are
+// buckets of their own on Redis as in memory.
+func TestAnyKeyBytes(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		l := open(t, client, ratelimit.Options{Now: newFakeClock(t0).Now})
+		ctx := context.Background()
+		big := strings.Repeat("\xff{}\x00", ratelimit.MaxKeyLen/4)
+		cfg := &ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: 3, Period: time.Hour}
+		type pair struct{ name, key string }
+		var pairs []pair
+		for _, name := range []string{"n", "n:1", "{n}"} {
+			for _, key := range []string{"", "\x00", "}{", "a\r\nb", "\xc3\x28", "1:n"} {
+				pairs = append(pairs, pair{name, key})
+			}
+		}
+		pairs = append(pairs, pair{big, "k"}, pair{"n", big}, pair{big, big})
+		for _, p := range pairs {
+			if st, err := l.Limit(ctx, ratelimit.Request{Name: p.name, Key: p.key, Config: cfg, Count: 2}); err != nil || !st.OK {
+				t.Fatalf("%.20q/%.20q: %+v %v", p.name, p.key, st, err)
+			}
+		}
+		for _, p := range pairs {
+			if v, err := l.Value(ctx, p.name, p.key); err != nil || v.Value != 1 {
+				t.Fatalf("%.20q/%.20q: %v %v", p.name, p.key, v.Value, err)
+			}
+		}
+	})
 }

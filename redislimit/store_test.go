@@ -218,3 +218,50 @@ func TestCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBadInputNeverReachesRedis: bad requests fail with the local
+// limiter's sentinels before anything is sent, even with the server gone,
+// and a bad part of a LimitAll takes nothing from the others.
+func TestBadInputNeverReachesRedis(t *testing.T) {
+	srv := ownServer(t)
+	client := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.sock, MaxRetries: -1, DialerRetries: 1})
+	defer client.Close()
+	clk := newFakeClock(t0)
+	l := open(t, client, ratelimit.Options{Now: clk.Now, Limits: map[string]ratelimit.Config{
+		"l": {Kind: ratelimit.TokenBucket, Rate: 10, Period: M},
+	}})
+	ctx := context.Background()
+	long := string(make([]byte, ratelimit.MaxKeyLen+1))
+	bad := []struct {
+		r    ratelimit.Request
+		want error
+	}{
+		{ratelimit.Request{Name: "l", Key: long}, ratelimit.ErrInvalidKey},
+		{ratelimit.Request{Name: "nope"}, ratelimit.ErrUnknownLimit},
+		{ratelimit.Request{Name: "l", Count: -1}, ratelimit.ErrInvalidCount},
+		{ratelimit.Request{Name: "l", Count: 11}, ratelimit.ErrInvalidCount},
+		{ratelimit.Request{Name: "x", Config: &ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: -1, Period: S}}, ratelimit.ErrInvalidConfig},
+	}
+	check := func(phase string) {
+		for i, b := range bad {
+			if _, err := l.Limit(ctx, b.r); !errors.Is(err, b.want) || errors.Is(err, ratelimit.ErrUnavailable) {
+				t.Fatalf("%s: Limit %d: %v, want %v", phase, i, err, b.want)
+			}
+			if _, err := l.LimitAll(ctx, ratelimit.Request{Name: "l", Key: "ok", Count: 5}, b.r); !errors.Is(err, b.want) {
+				t.Fatalf("%s: LimitAll %d: %v, want %v", phase, i, err, b.want)
+			}
+		}
+		if err := l.Reset(ctx, "l", long); !errors.Is(err, ratelimit.ErrInvalidKey) {
+			t.Fatalf("%s: Reset: %v", phase, err)
+		}
+		if err := l.Credit(ctx, "l", "k", -1); !errors.Is(err, ratelimit.ErrInvalidCount) {
+			t.Fatalf("%s: Credit: %v", phase, err)
+		}
+	}
+	check("server up")
+	if v, _ := l.Value(ctx, "l", "ok"); v.Value != 10 {
+		t.Fatalf("a bad LimitAll took from its good part: %v", v.Value)
+	}
+	srv.kill()
+	check("server gone")
+}
