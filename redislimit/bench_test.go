@@ -7,8 +7,10 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,7 +115,7 @@ func benchClient(b *testing.B, pool int) *redis.Client {
 		}
 		dir := b.TempDir()
 		sharedDirs = append(sharedDirs, dir) // b.TempDir is removed at the end of this benchmark
-		benchServer.s, benchServer.err = startServer(dir, port)
+		benchServer.s, benchServer.err = startServer(dir, port, strings.Fields(os.Getenv("RL_SERVER_ARGS"))...)
 		if benchServer.err == nil {
 			fmt.Printf("redislimit: benchmarks on redis-server 127.0.0.1:%d (appendonly yes, appendfsync always) in %s\n", port, dir)
 		}
@@ -135,11 +137,17 @@ var benchLimit = ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: 1000, Perio
 
 func runDrive(b *testing.B, callers int, op func(ctx context.Context, caller int, rng *rand.Rand) (int, error)) {
 	b.ReportAllocs()
+	redis0, self0 := processCPU(benchServer.s.cmd.Process.Pid), selfCPU()
 	b.ResetTimer()
 	r := Drive(callers, 0, max(b.N, callers), op)
 	b.StopTimer()
+	redisCPU, goCPU := processCPU(benchServer.s.cmd.Process.Pid)-redis0, selfCPU()-self0
 	b.ReportMetric(r.PerSecond(), "decisions/s")
 	b.ReportMetric(float64(r.P99().Microseconds()), "p99-us")
+	// CPU per decision, of the server and of this process: what a
+	// decision costs, whatever else runs on the machine.
+	b.ReportMetric(float64(redisCPU.Microseconds())/float64(r.Decisions), "server-cpu-us/decision")
+	b.ReportMetric(float64(goCPU.Microseconds())/float64(r.Decisions), "client-cpu-us/decision")
 	if r.Errors > 0 {
 		b.Fatalf("%d errors", r.Errors)
 	}
@@ -235,10 +243,31 @@ func BenchmarkLimitAll(b *testing.B) {
 	}
 }
 
+// envRounds is the rounds of script calls in flight, RL_ROUNDS (default
+// the store's).
 func envRounds() int {
 	n, _ := strconv.Atoi(os.Getenv("RL_ROUNDS"))
 	if n == 0 {
-		return 4
+		return defaultConfig().rounds
 	}
 	return n
+}
+
+// processCPU is the CPU time (user and system) process pid has used.
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return time.Duration(u+s) * time.Second / 100 // clock ticks (USER_HZ)
+}
+
+// selfCPU is the CPU time this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

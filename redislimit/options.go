@@ -31,7 +31,7 @@ const (
 )
 
 func defaultConfig() config {
-	return config{prefix: DefaultKeyPrefix, holdTTL: DefaultHoldTimeout, rounds: 4, sweep: 64}
+	return config{prefix: DefaultKeyPrefix, holdTTL: DefaultHoldTimeout, rounds: 2, sweep: 64}
 }
 
 // KeyPrefix starts every key of the store with prefix (default
