@@ -4,7 +4,7 @@ import (
 	"sync"
 )
 
-// batcher queues parts per tag and sends them as script calls: one
+// batcher queues parts per tag and sends them as function calls: one
 // program per tag and round, holding every part queued on that tag since
 // its previous program was sent (a tag has at most one program in
 // flight, so those programs decide in order). A round sends the programs

@@ -243,7 +243,7 @@ func BenchmarkLimitAll(b *testing.B) {
 	}
 }
 
-// envRounds is the rounds of script calls in flight, RL_ROUNDS (default
+// envRounds is the rounds of function calls in flight, RL_ROUNDS (default
 // the store's).
 func envRounds() int {
 	n, _ := strconv.Atoi(os.Getenv("RL_ROUNDS"))

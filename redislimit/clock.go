@@ -9,16 +9,19 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
-// Times cross to the script as (us, rem): whole microseconds since the
+// Times cross to the function as (us, rem): whole microseconds since the
 // Unix epoch and the nanoseconds beyond them (0 <= rem < 1000), two
-// integers a double holds exactly. The script's clock must lie in
+// integers a double holds exactly. The function's clock must lie in
 // [0, maxClockUs) microseconds, and a fixed window's period in
-// [minWindow, maxWindow]: within those bounds every difference and
-// product of times the arithmetic needs stays below 2^53 (see script.lua).
+// [MinWindow, MaxWindow]: within those bounds every difference and product
+// of times the arithmetic needs stays below 2^53 (see script.lua).
+const maxClockUs = 1 << 52 // 2112-09-17: the latest clock reading the function accepts
+
+// The shortest and the longest fixed window the store decides exactly;
+// other periods are ratelimit.ErrInvalidConfig.
 const (
-	maxClockUs = 1 << 52                                 // 2112-09-17: the latest clock reading the script accepts
-	minWindow  = time.Microsecond                        // shortest fixed window
-	maxWindow  = time.Duration(1<<50) * time.Microsecond // longest fixed window, ~35.7 years
+	MinWindow = time.Microsecond
+	MaxWindow = time.Duration(1<<50) * time.Microsecond // about 35.7 years
 )
 
 // split returns ns as (us, rem).
@@ -31,7 +34,7 @@ func split(ns int64) (us, rem float64) {
 }
 
 // join is the inverse of split; false if (us, rem) is not a time the
-// script can have produced.
+// function can have produced.
 func join(us, rem float64) (int64, bool) {
 	if us != math.Trunc(us) || math.Abs(us) >= 1<<53 || rem != math.Trunc(rem) || rem < 0 || rem >= 1000 {
 		return 0, false
@@ -43,7 +46,7 @@ func join(us, rem float64) (int64, bool) {
 	return q*1000 + int64(rem), true
 }
 
-// clockInRange reports whether ns is a clock reading the script accepts.
+// clockInRange reports whether ns is a clock reading the function accepts.
 func clockInRange(ns int64) bool { return ns >= 0 && ns < maxClockUs*1000 }
 
 // errClockRange is the item error of a request decided at a clock
@@ -51,14 +54,14 @@ func clockInRange(ns int64) bool { return ns >= 0 && ns < maxClockUs*1000 }
 var errClockRange = fmt.Errorf("redislimit: clock outside the years 1970 to 2112")
 
 // checkLimit reports, wrapping ratelimit.ErrInvalidConfig, a limit the
-// script cannot decide exactly.
+// function cannot decide exactly.
 func checkLimit(name string, l *bucket.Limit) error {
 	if l.Kind != bucket.FixedWindow {
 		return nil
 	}
-	if p := time.Duration(l.Period); p < minWindow || p > maxWindow {
-		return fmt.Errorf("%w: limit %q: a fixed window of %v cannot be decided exactly on Redis, whose script holds times as doubles (fixed windows from %v to %v)",
-			ratelimit.ErrInvalidConfig, name, p, minWindow, maxWindow)
+	if p := time.Duration(l.Period); p < MinWindow || p > MaxWindow {
+		return fmt.Errorf("%w: limit %q: a fixed window of %v cannot be decided exactly on Redis, whose function holds times as doubles (fixed windows from %v to %v)",
+			ratelimit.ErrInvalidConfig, name, p, MinWindow, MaxWindow)
 	}
 	return nil
 }

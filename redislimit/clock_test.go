@@ -30,11 +30,11 @@ func TestSplitJoin(t *testing.T) {
 }
 
 // TestUnrepresentableLimits: a fixed window under a microsecond, or over
-// maxWindow, is ErrInvalidConfig: at Open for a named limit, at use for
+// MaxWindow, is ErrInvalidConfig: at Open for a named limit, at use for
 // an inline one (with nothing sent to Redis).
 func TestUnrepresentableLimits(t *testing.T) {
 	client := topologies[0].client(t)
-	for _, p := range []time.Duration{999 * time.Nanosecond, maxWindow + 1} {
+	for _, p := range []time.Duration{999 * time.Nanosecond, MaxWindow + 1} {
 		cfg := ratelimit.Config{Kind: ratelimit.FixedWindow, Rate: 1, Period: p}
 		_, err := Open(client, ratelimit.Options{Limits: map[string]ratelimit.Config{"w": cfg}}, KeyPrefix(testPrefix(t)))
 		if !errors.Is(err, ratelimit.ErrInvalidConfig) {

@@ -37,7 +37,7 @@ const (
 	jobAbandoned
 )
 
-// part is the share of a job on one tag: one script unit, or one per
+// part is the share of a job on one tag: one unit, or one per
 // member for a job whose members are independent.
 type part struct {
 	j      *job

@@ -8,7 +8,7 @@ import (
 
 // Slots is the number of slot tags, and so of the store's partitions: a
 // bucket's key carries tags[Route(hash, shard)] as its hash tag, so all
-// the buckets of a tag share one Redis Cluster slot and one script call
+// the buckets of a tag share one Redis Cluster slot and one function call
 // decides a batch of them. It is part of the key layout: every process
 // sharing a server must use the same tags.
 const Slots = 64
@@ -32,7 +32,7 @@ var tags = [Slots]string{
 
 // route is Store.Route: shard s of a key sits on tag (hash + s/2) mod
 // Slots, so shards 2k and 2k+1 (a request's two choices) share a slot and
-// one script call decides them, and a hot key's pairs spread over
+// one function call decides them, and a hot key's pairs spread over
 // consecutive tags (and so over masters).
 func route(hash uint64, shard uint32) int32 {
 	return int32((hash + uint64(shard/2)) % Slots)

@@ -19,7 +19,7 @@ import (
 // (ErrInvalidOptions) and Partitions is ignored; opts.Now, when set,
 // replaces the servers' clock (see the package doc, "Time"). Open checks
 // every master's persistence and eviction settings (ErrServerConfig,
-// unless an Option accepts them), loads the script, and rejects limits
+// unless an Option accepts them), loads the function, and rejects limits
 // the store cannot decide exactly (ErrInvalidConfig). A server that
 // cannot be reached is ErrUnavailable.
 //
@@ -39,9 +39,9 @@ func Open(client redis.UniversalClient, opts ratelimit.Options, ropts ...Option)
 		return nil, err
 	}
 	for name, c := range opts.Limits {
-		if c.Kind == ratelimit.FixedWindow && (c.Period < minWindow || c.Period > maxWindow) {
+		if c.Kind == ratelimit.FixedWindow && (c.Period < MinWindow || c.Period > MaxWindow) {
 			return nil, fmt.Errorf("%w: limit %q: a fixed window of %v cannot be decided exactly on Redis (fixed windows from %v to %v)",
-				ratelimit.ErrInvalidConfig, name, c.Period, minWindow, maxWindow)
+				ratelimit.ErrInvalidConfig, name, c.Period, MinWindow, MaxWindow)
 		}
 	}
 	ctx := context.Background()

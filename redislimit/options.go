@@ -18,8 +18,8 @@ type config struct {
 	allowNotDurable bool
 	allowEviction   bool
 	skipCheck       bool
-	rounds          int // rounds of script calls in flight at once
-	sweep           int // expiry-index entries one script call deletes at most
+	rounds          int // rounds of function calls in flight at once
+	sweep           int // expiry-index entries one function call deletes at most
 }
 
 // Defaults of the options.
@@ -74,11 +74,11 @@ func AllowEviction() Option { return func(c *config) { c.allowEviction = true } 
 // AllowNotDurable and AllowEviction).
 func SkipConfigCheck() Option { return func(c *config) { c.skipCheck = true } }
 
-// withRounds sets how many rounds of script calls may be in flight, for
+// withRounds sets how many rounds of function calls may be in flight, for
 // benchmarks.
 func withRounds(n int) Option { return func(c *config) { c.rounds = max(n, 1) } }
 
-// withSweep sets how many due expiry-index entries a script call deletes
+// withSweep sets how many due expiry-index entries a function call deletes
 // (0: none), for tests.
 func withSweep(n int) Option { return func(c *config) { c.sweep = n } }
 

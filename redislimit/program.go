@@ -9,7 +9,7 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
-// A program is one script call: the units of the parts queued on one tag,
+// A program is one function call: the units of the parts queued on one tag,
 // encoded as script.lua reads them (little-endian):
 //
 //	header  nLimits, nItems, nUnits, firstBucketKey, nBucketKeys, dropKey, expiryKey, sweep, verify uint16; holdMs float64
@@ -43,7 +43,7 @@ type program struct {
 	parts  []*part
 }
 
-// verifyStates makes the script report the states each granted unit
+// verifyStates makes the function report the states each granted unit
 // left, for tests to compare with the replay bit for bit.
 var verifyStates = false
 
@@ -238,14 +238,14 @@ func b2u(b bool) byte {
 	return 0
 }
 
-// reply reads a script's reply.
+// reply reads a function's reply.
 type reply struct {
 	b   []byte
 	off int
 	err error
 }
 
-var errReply = errors.New("redislimit: unexpected reply from the script")
+var errReply = errors.New("redislimit: unexpected reply from the function")
 
 func (r *reply) byte1() uint8 {
 	if r.err != nil || r.off+1 > len(r.b) {

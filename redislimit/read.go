@@ -7,9 +7,9 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
 
-// errDisagree: the script's decision differs from the same arithmetic
+// errDisagree: the function's decision differs from the same arithmetic
 // replayed here on the states it reported. The call fails closed.
-var errDisagree = errors.New("redislimit: the script and package bucket disagree on a decision")
+var errDisagree = errors.New("redislimit: the Redis function and package bucket disagree on a decision")
 
 // readPart reads pt's share of a reply: the prior states of its items and
 // the statuses of its units, and replays its decisions here (package

@@ -40,7 +40,7 @@ func TestFunctionMirrorsBucket(t *testing.T) {
 		lim := &bucket.Limit{Kind: bucket.TokenBucket, Rate: pick(1e-9, 0.3, 1, 7, 1e6, 1e12, logUniform(1e-6, 1e9))}
 		if rng.IntN(2) == 0 {
 			lim.Kind = bucket.FixedWindow
-			lim.Period = int64(logUniform(1e3, float64(maxWindow)))
+			lim.Period = int64(logUniform(1e3, float64(MaxWindow)))
 		} else {
 			lim.Period = int64(logUniform(1, 1e18))
 		}
@@ -52,7 +52,7 @@ func TestFunctionMirrorsBucket(t *testing.T) {
 		if rng.IntN(4) > 0 { // a stored state; else the bucket is absent
 			v := pick(lim.Capacity, lim.Capacity/3, 0, -5*lim.Capacity, -1e15, 1e-300, lim.Capacity*(1-1e-16))
 			ts := now - int64(pick(0, 1, 999, 1001, float64(lim.Period), float64(lim.Period)+1, logUniform(1, 3e18)))*int64(1-2*rng.IntN(2))
-			ts = min(max(ts, -int64(maxWindow)), maxNow-1)
+			ts = min(max(ts, -int64(MaxWindow)), maxNow-1)
 			us, rem := split(ts)
 			b := f64s(nil, v, us, rem)
 			if err := client.Set(ctx, s.ks.bucket(&it), b, 0).Err(); err != nil {

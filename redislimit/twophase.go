@@ -13,14 +13,14 @@ import (
 )
 
 // twoPhase is the state of an atomic call whose buckets sit on several
-// slot tags. Phase one visits the tags in ascending order, one script call
+// slot tags. Phase one visits the tags in ascending order, one function call
 // each: the call's members on that tag are decided against the buckets'
 // current states and, when all are granted, their tokens are taken and a
 // hold is recorded (a key that expires after Store.holdTTL). A denial
 // stops phase one; phase two then ends every hold taken so far by giving
 // the tokens back (the bucket's state before the call if nothing touched
 // it since, else a credit capped at capacity), or, when every tag granted,
-// by dropping the holds. Nothing waits in a script, so nothing deadlocks;
+// by dropping the holds. Nothing waits in a function, so nothing deadlocks;
 // a request meeting a held bucket is decided against the tokens already
 // taken; a client that dies between the phases leaves its tokens taken,
 // which can only under-admit. The last tag needs no hold: nothing after it
@@ -217,7 +217,7 @@ func (j *job) readStep(pt *part, rd *reply) {
 	}
 }
 
-// replayStep decides pt's members here, as the script did, on the prior
+// replayStep decides pt's members here, as the function did, on the prior
 // states read into the items, and returns the step's status (0 denied, 1
 // granted, 2 errPairAcross). Every member is decided (so each has its
 // outcome, as the partitions give), but the status is the first member's
