@@ -13,7 +13,7 @@ import (
 // flight runs one itself, so an idle store adds no goroutine switch;
 // otherwise sender goroutines run them.
 type batcher struct {
-	s         *Store
+	s         *redisStore
 	mu        sync.Mutex
 	wake      sync.Cond
 	q         [Slots]tagQueue
@@ -40,7 +40,7 @@ type round struct {
 
 var roundPool = sync.Pool{New: func() any { return new(round) }}
 
-func (b *batcher) start(s *Store, maxRounds int) {
+func (b *batcher) start(s *redisStore, maxRounds int) {
 	b.s, b.maxRounds = s, maxRounds
 	b.wake.L = &b.mu
 	b.senders.Add(maxRounds)

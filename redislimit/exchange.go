@@ -8,20 +8,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptCmd is an FCALL that go-redis never retries on its own: a call
+// fcallCmd is an FCALL that go-redis never retries on its own: a call
 // whose reply was lost may have run, and running it again could grant or
 // credit twice. A missing library (the call did not run) is loaded and the
 // call retried here, once (see exchange).
-type scriptCmd struct{ *redis.Cmd }
+type fcallCmd struct{ *redis.Cmd }
 
 // NoRetry tells go-redis not to retry the command.
-func (scriptCmd) NoRetry() bool { return true }
+func (fcallCmd) NoRetry() bool { return true }
 
 // exchange sends r's programs (pipelined when more than one) and finishes
 // their parts with the replies. A server that does not know the function
 // (its functions were flushed, or it is a new primary that never had them)
 // gets the library loaded, and the call is sent once more.
-func (s *Store) exchange(r *round) {
+func (s *redisStore) exchange(r *round) {
 	ctx := context.Background()
 	nowArg := ""
 	if s.clock != nil {
@@ -35,10 +35,10 @@ func (s *Store) exchange(r *round) {
 		us, rem := split(now)
 		nowArg = string(f64s(make([]byte, 0, 16), us, rem))
 	}
-	cmds := make([]scriptCmd, len(r.progs))
+	cmds := make([]fcallCmd, len(r.progs))
 	for i, p := range r.progs {
 		blob := p.build(r.tags[i], s.ks, s.clock != nil, s.sweep, float64(s.holdTTL.Milliseconds()))
-		cmds[i] = s.scriptCmd(ctx, p.keys, blob, nowArg)
+		cmds[i] = s.fcallCmd(ctx, p.keys, blob, nowArg)
 	}
 	s.send(ctx, cmds)
 	var retry []int
@@ -48,9 +48,9 @@ func (s *Store) exchange(r *round) {
 		}
 	}
 	if len(retry) > 0 && loadLibrary(ctx, s.client) == nil {
-		again := make([]scriptCmd, len(retry))
+		again := make([]fcallCmd, len(retry))
 		for k, i := range retry {
-			again[k] = s.scriptCmd(ctx, r.progs[i].keys, r.progs[i].out, nowArg)
+			again[k] = s.fcallCmd(ctx, r.progs[i].keys, r.progs[i].out, nowArg)
 		}
 		s.send(ctx, again)
 		for k, i := range retry {
@@ -67,7 +67,7 @@ func (s *Store) exchange(r *round) {
 	}
 }
 
-func (s *Store) scriptCmd(ctx context.Context, keys []string, blob []byte, nowArg string) scriptCmd {
+func (s *redisStore) fcallCmd(ctx context.Context, keys []string, blob []byte, nowArg string) fcallCmd {
 	args := make([]any, 0, 3+len(keys)+2)
 	args = append(args, "fcall", libraryName, len(keys))
 	for _, k := range keys {
@@ -76,12 +76,12 @@ func (s *Store) scriptCmd(ctx context.Context, keys []string, blob []byte, nowAr
 	args = append(args, blob, nowArg)
 	cmd := redis.NewCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3)
-	return scriptCmd{cmd}
+	return fcallCmd{cmd}
 }
 
 // send runs cmds, one alone or several in a pipeline; errors stay in the
 // commands.
-func (s *Store) send(ctx context.Context, cmds []scriptCmd) {
+func (s *redisStore) send(ctx context.Context, cmds []fcallCmd) {
 	if len(cmds) == 1 {
 		_ = s.client.Process(ctx, cmds[0])
 		return
@@ -94,7 +94,7 @@ func (s *Store) send(ctx context.Context, cmds []scriptCmd) {
 }
 
 // failProgram finishes every part of p with err.
-func (s *Store) failProgram(p *program, err error) {
+func (s *redisStore) failProgram(p *program, err error) {
 	for _, pt := range p.parts {
 		pt.err = err
 		s.finishPart(pt)
@@ -102,7 +102,7 @@ func (s *Store) failProgram(p *program, err error) {
 }
 
 // finishProgram reads a program's reply into its parts and finishes them.
-func (s *Store) finishProgram(p *program, b []byte) {
+func (s *redisStore) finishProgram(p *program, b []byte) {
 	rd := reply{b: b}
 	now := rd.time()
 	for _, pt := range p.parts {

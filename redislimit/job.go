@@ -14,7 +14,7 @@ import (
 // until every part is done. A call across slots (twophase.go) runs its
 // parts in rounds, one or more per round.
 type job struct {
-	s       *Store
+	s       *redisStore
 	c       *actor.Call
 	keys    []string // per item: its bucket's key
 	canon   []int32  // per item: the first item of its part naming the same bucket
@@ -93,7 +93,7 @@ const (
 
 var jobPool = sync.Pool{New: func() any { return &job{done: make(chan struct{}, 1)} }}
 
-func (s *Store) newJob(c *actor.Call) *job {
+func (s *redisStore) newJob(c *actor.Call) *job {
 	j := jobPool.Get().(*job)
 	j.s, j.c = s, c
 	n := len(c.Items)

@@ -30,7 +30,7 @@ var tags = [Slots]string{
 	"3h5", "1kc", "2z4", "84r", "3lu", "des", "he", "802",
 }
 
-// route is Store.Route: shard s of a key sits on tag (hash + s/2) mod
+// route is redisStore.Route: shard s of a key sits on tag (hash + s/2) mod
 // Slots, so shards 2k and 2k+1 (a request's two choices) share a slot and
 // one function call decides them, and a hot key's pairs spread over
 // consecutive tags (and so over masters).

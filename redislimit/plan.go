@@ -20,9 +20,9 @@ func (j *job) planIndependent() int {
 	at := int32(0)
 	for t := range count {
 		start[t] = at
-		if count[t] > 0 {
+		for lo := at; lo < at+count[t]; lo += maxProgramItems {
 			p := j.addPart(int32(t), unitDecide)
-			p.lo, p.hi = at, at+count[t]
+			p.lo, p.hi = lo, min(lo+maxProgramItems, at+count[t])
 		}
 		at += count[t]
 	}

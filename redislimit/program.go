@@ -47,13 +47,18 @@ type program struct {
 // left, for tests to compare with the replay bit for bit.
 var verifyStates = false
 
-// Bounds of one program: indexes are uint16.
+// Bounds of programs, whose indexes are uint16: parts are gathered into
+// a program up to maxProgramItems items; an independent call's members on
+// one tag are split into parts of at most that many; an atomic call may
+// have at most maxAtomicItems items on one tag.
 const (
 	maxProgramItems = 4096
-	maxProgramKeys  = 1<<16 - 1
+	maxAtomicItems  = 1 << 15
 )
 
-var errTooBig = errors.New("redislimit: a call touches more than 4096 buckets in one slot")
+// errTooBig: an atomic call names more buckets on one tag than a program
+// can carry.
+var errTooBig = errors.New("redislimit: an all-or-nothing call names more than 32768 buckets in one slot")
 
 func (p *program) reset() {
 	clear(p.keys)

@@ -15,7 +15,7 @@ var errDisagree = errors.New("redislimit: the Redis function and package bucket 
 // the statuses of its units, and replays its decisions here (package
 // bucket's exact arithmetic fills each member's RetryAfter, Left and
 // UntilFull). It touches nothing but pt and its call's items and members.
-func (s *Store) readPart(pt *part, rd *reply) {
+func (s *redisStore) readPart(pt *part, rd *reply) {
 	j := pt.j
 	switch pt.kind {
 	case unitDecide:
@@ -102,7 +102,7 @@ func (j *job) decideAtomic(pt *part) bool {
 
 // finishPart reports pt's error on its items, counts its decisions and
 // finishes it.
-func (s *Store) finishPart(pt *part) {
+func (s *redisStore) finishPart(pt *part) {
 	j := pt.j
 	c := j.c
 	switch {
@@ -135,7 +135,7 @@ func (s *Store) finishPart(pt *part) {
 
 // count adds an atomic call's outcome, one decision, as the partitions
 // count it.
-func (s *Store) count(c *actor.Call) {
+func (s *redisStore) count(c *actor.Call) {
 	wait := false
 	for i := range c.Members {
 		if !c.Members[i].OK {
@@ -151,7 +151,7 @@ func (s *Store) count(c *actor.Call) {
 }
 
 // countMember adds one independent member's outcome.
-func (s *Store) countMember(m *actor.Member) {
+func (s *redisStore) countMember(m *actor.Member) {
 	switch {
 	case m.Op != actor.OpTake:
 	case !m.OK:

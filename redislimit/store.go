@@ -11,10 +11,10 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
 
-// Store keeps a limiter's buckets on a Redis server or cluster; it
+// redisStore keeps a limiter's buckets on a Redis server or cluster; it
 // implements internal/store.Store. Its methods are safe for concurrent
 // use.
-type Store struct {
+type redisStore struct {
 	client  redis.UniversalClient
 	ks      *keyspace
 	clock   func() int64 // nil: the server's TIME
@@ -30,8 +30,8 @@ type Store struct {
 	idle   sync.Cond
 }
 
-func newStore(client redis.UniversalClient, cfg *config, clock func() int64) *Store {
-	s := &Store{
+func newStore(client redis.UniversalClient, cfg *config, clock func() int64) *redisStore {
+	s := &redisStore{
 		client:  client,
 		ks:      newKeyspace(cfg.prefix),
 		clock:   clock,
@@ -44,14 +44,14 @@ func newStore(client redis.UniversalClient, cfg *config, clock func() int64) *St
 }
 
 // Partitions is the number of slot tags.
-func (s *Store) Partitions() int { return Slots }
+func (s *redisStore) Partitions() int { return Slots }
 
 // Route returns the tag of shard shard of the bucket whose (name, key)
 // hashes to hash.
-func (s *Store) Route(hash uint64, shard uint32) int32 { return route(hash, shard) }
+func (s *redisStore) Route(hash uint64, shard uint32) int32 { return route(hash, shard) }
 
 // begin registers a job; false once the store is closed.
-func (s *Store) begin() bool {
+func (s *redisStore) begin() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -61,7 +61,7 @@ func (s *Store) begin() bool {
 	return true
 }
 
-func (s *Store) jobEnded() {
+func (s *redisStore) jobEnded() {
 	s.mu.Lock()
 	s.active--
 	if s.active == 0 {
@@ -72,7 +72,7 @@ func (s *Store) jobEnded() {
 
 // Close waits for the calls under way, then stops; calls made afterwards
 // fail with actor.ErrClosed. It does not close the client.
-func (s *Store) Close() error {
+func (s *redisStore) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -89,7 +89,7 @@ func (s *Store) Close() error {
 
 // Counts returns the decisions made through this store. Live is not
 // tracked: the buckets live on the server.
-func (s *Store) Counts() actor.Counts {
+func (s *redisStore) Counts() actor.Counts {
 	return actor.Counts{Grants: s.grants.Load(), Denials: s.denials.Load(), Reservations: s.reservations.Load()}
 }
 
@@ -100,7 +100,7 @@ func failItems(c *actor.Call, err error) {
 }
 
 // Decide decides c's members; see internal/store.Store.
-func (s *Store) Decide(ctx context.Context, c *actor.Call) (abandoned bool, err error) {
+func (s *redisStore) Decide(ctx context.Context, c *actor.Call) (abandoned bool, err error) {
 	if len(c.Items) == 0 {
 		return false, nil
 	}
@@ -116,6 +116,11 @@ func (s *Store) Decide(ctx context.Context, c *actor.Call) (abandoned bool, err 
 	}
 	if bad && c.Atomic {
 		failItems(c, c.FirstErr())
+		s.jobEnded()
+		return false, nil
+	}
+	if c.Atomic && len(c.Items) > maxAtomicItems && !fitsTags(c) {
+		failItems(c, errTooBig)
 		s.jobEnded()
 		return false, nil
 	}
@@ -149,7 +154,7 @@ func (s *Store) Decide(ctx context.Context, c *actor.Call) (abandoned bool, err 
 
 // end finishes a job the caller ran: unless abandoned (the store then
 // releases it when its last part is done), it is freed here.
-func (s *Store) end(j *job, abandoned bool, err error) (bool, error) {
+func (s *redisStore) end(j *job, abandoned bool, err error) (bool, error) {
 	if abandoned {
 		return true, err
 	}
@@ -160,7 +165,7 @@ func (s *Store) end(j *job, abandoned bool, err error) (bool, error) {
 
 // Peek fills c's items' states as stored (or fresh) and sets c.Now to the
 // latest clock reading among the programs that read them.
-func (s *Store) Peek(c *actor.Call) {
+func (s *redisStore) Peek(c *actor.Call) {
 	if len(c.Items) == 0 {
 		return
 	}
@@ -178,7 +183,7 @@ func (s *Store) Peek(c *actor.Call) {
 }
 
 // Reset deletes c's items' buckets.
-func (s *Store) Reset(c *actor.Call) {
+func (s *redisStore) Reset(c *actor.Call) {
 	if len(c.Items) == 0 {
 		return
 	}
@@ -190,6 +195,18 @@ func (s *Store) Reset(c *actor.Call) {
 	j.planItems(unitReset)
 	j.run(context.Background(), j.parts)
 	s.end(j, false, nil)
+}
+
+// fitsTags reports whether no tag has more than maxAtomicItems of c's
+// items.
+func fitsTags(c *actor.Call) bool {
+	var n [Slots]int
+	for i := range c.Items {
+		if n[c.Items[i].Part]++; n[c.Items[i].Part] > maxAtomicItems {
+			return false
+		}
+	}
+	return true
 }
 
 // onePart reports whether all of c's items share a tag.

@@ -16,7 +16,7 @@ import (
 // slot tags. Phase one visits the tags in ascending order, one function call
 // each: the call's members on that tag are decided against the buckets'
 // current states and, when all are granted, their tokens are taken and a
-// hold is recorded (a key that expires after Store.holdTTL). A denial
+// hold is recorded (a key that expires after redisStore.holdTTL). A denial
 // stops phase one; phase two then ends every hold taken so far by giving
 // the tokens back (the bucket's state before the call if nothing touched
 // it since, else a credit capped at capacity), or, when every tag granted,

@@ -197,7 +197,7 @@ func TestTwoPhaseMatchesPartitions(t *testing.T) {
 }
 
 // comparePeek reads the buckets of c's items from both stores.
-func comparePeek(t *testing.T, where string, g *actor.Group, s *Store, c *actor.Call) {
+func comparePeek(t *testing.T, where string, g *actor.Group, s *redisStore, c *actor.Call) {
 	t.Helper()
 	pm, pr := actor.NewCall(), actor.NewCall()
 	defer pm.Release()
