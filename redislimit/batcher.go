@@ -9,9 +9,9 @@ import (
 // its previous program was sent (a tag has at most one program in
 // flight, so those programs decide in order). A round sends the programs
 // of every tag with parts waiting, pipelined in one exchange; up to
-// maxRounds rounds are in flight at once. A caller that finds no round in
-// flight runs one itself, so an idle store adds no goroutine switch;
-// otherwise sender goroutines run them.
+// maxRounds rounds are in flight at once. A caller that finds fewer in
+// flight runs one itself; sender goroutines run the rounds of work left
+// waiting when a round ends.
 type batcher struct {
 	s         *redisStore
 	mu        sync.Mutex
@@ -59,8 +59,10 @@ func (b *batcher) close() {
 	b.senders.Wait()
 }
 
-// submit queues parts, then runs a round on the caller's goroutine if none
-// is in flight, or wakes a sender.
+// submit queues parts, then, if fewer than maxRounds rounds are in
+// flight, runs a round on the caller's goroutine (its parts and whatever
+// else is waiting): no goroutine switch to send it. Work left waiting when
+// a round ends goes to a sender goroutine.
 func (b *batcher) submit(parts []part) {
 	b.mu.Lock()
 	for i := range parts {
@@ -72,10 +74,7 @@ func (b *batcher) submit(parts []part) {
 			b.ready = append(b.ready, pt.tag)
 		}
 	}
-	if b.rounds > 0 {
-		if b.idle > 0 && b.rounds < b.maxRounds {
-			b.wake.Signal()
-		}
+	if b.rounds >= b.maxRounds || len(b.ready) == 0 {
 		b.mu.Unlock()
 		return
 	}
@@ -83,7 +82,7 @@ func (b *batcher) submit(parts []part) {
 	b.mu.Unlock()
 	b.run(r)
 	b.mu.Lock()
-	if len(b.ready) > 0 && b.idle > 0 {
+	if len(b.ready) > 0 && b.rounds < b.maxRounds && b.idle > 0 {
 		b.wake.Signal()
 	}
 	b.mu.Unlock()
@@ -164,6 +163,9 @@ func (b *batcher) run(r *round) {
 		}
 	}
 	b.rounds--
+	if len(b.ready) > 0 && b.idle > 0 {
+		b.wake.Signal() // work left waiting for the next round
+	}
 	b.mu.Unlock()
 	for _, p := range r.progs {
 		putProgram(p)

@@ -90,6 +90,9 @@ func TestConcurrentExactAccounting(t *testing.T) {
 		if takenA.Load() < 290 || takenB.Load() < 190 {
 			t.Fatalf("under-admitted: a %d of 300, b %d of 200", takenA.Load(), takenB.Load())
 		}
+		for _, l := range ls {
+			l.Close() // waits for the holds dropped in the background
+		}
 		if n := countKeys(t, client, prefix+"*h:*"); n != 0 {
 			t.Fatalf("%d holds left", n)
 		}

@@ -100,8 +100,9 @@
 // HoldTimeout). A denial stops phase one; phase two then gives back what
 // the earlier tags took (the bucket's state before the call if nothing
 // changed it since, else a credit capped at capacity) and drops their
-// holds; when every tag granted, it drops the holds. The last tag needs
-// no hold. Nothing waits inside a function, so nothing deadlocks; a
+// holds; when every tag granted, it drops the holds (in the background,
+// with the tags' next calls: the caller waits for phase one only). The
+// last tag needs no hold. Nothing waits inside a function, so nothing deadlocks; a
 // request that meets another's hold is decided against the tokens already
 // taken; a client that stops between the phases leaves its tokens taken
 // (under-admission only), and its holds expire. A two-choice request
@@ -136,7 +137,7 @@
 //   - Stats counts the decisions of this Limiter only; LiveBuckets is not
 //     known (it is zero).
 //   - A request across slots costs one round trip per tag, plus one for
-//     phase two.
+//     phase two when it is denied (or splits a pair across slots).
 //   - A call that names the bucket of a two-choice pair across slots
 //     twice is decided conservatively (its later members see what the
 //     hold took), not as the in-memory limiter decides it.

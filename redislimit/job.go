@@ -27,6 +27,7 @@ type job struct {
 	state   atomic.Int32
 	done    chan struct{}
 	tp      twoPhase
+	async   bool // no caller waits: the last part frees the job (see dropHolds)
 }
 
 // Job states: the caller may abandon a queued job; the part that finishes
@@ -114,7 +115,7 @@ func (j *job) free() {
 	clear(j.ses)
 	j.dms, j.its, j.ses, j.parts = j.dms[:0], j.its[:0], j.ses[:0], j.parts[:0]
 	j.tp.reset()
-	j.c, j.s = nil, nil
+	j.c, j.s, j.async = nil, nil, false
 	jobPool.Put(j)
 }
 
@@ -160,6 +161,12 @@ func (j *job) run(ctx context.Context, parts []part) (abandoned bool, err error)
 // an abandoned job.
 func (j *job) partDone() {
 	if j.pending.Add(-1) != 0 {
+		return
+	}
+	if j.async {
+		s := j.s
+		j.free()
+		s.jobEnded()
 		return
 	}
 	if j.state.Swap(jobDone) == jobAbandoned {

@@ -363,7 +363,9 @@ func (j *job) recordAbort(pt *part) {
 }
 
 // settle ends the holds of the first n steps: commit drops them (and gives
-// a pair's first shard back what the decision did not use), abort gives
+// a pair's first shard back what the decision did not use; a hold with
+// nothing to give back is dropped in the background, with the tag's next
+// call, so a granted call waits for no more than phase one), abort gives
 // back what they took. Step also, if >= 0, had its reply lost: its hold
 // (if any) is dropped and whatever it took stays taken. Errors are not
 // reported: an unended hold expires, and its tokens stay taken.
@@ -372,6 +374,8 @@ func (j *job) settle(n int, commit bool, lost int) {
 	c := j.c
 	base := len(j.parts)
 	j.ses = j.ses[:0]
+	var drop []int32
+	var dropKeys []string
 	for k := 0; k < n; k++ {
 		step := &j.parts[k]
 		if step.hold == "" {
@@ -405,8 +409,16 @@ func (j *job) settle(n int, commit bool, lost int) {
 			}
 			j.ses = append(j.ses, tp.abort[from:tp.abortOf[k]]...)
 		}
+		if commit && len(j.ses) == lo {
+			drop = append(drop, step.tag) // nothing to give back: dropped in the background
+			dropKeys = append(dropKeys, step.hold)
+			continue
+		}
 		p := j.addPart(step.tag, unitSettle)
 		p.hold, p.lo, p.hi = step.hold, int32(lo), int32(len(j.ses))
+	}
+	if len(drop) > 0 {
+		j.s.dropHolds(drop, dropKeys)
 	}
 	if lost >= 0 && j.parts[lost].hold != "" {
 		p := j.addPart(j.parts[lost].tag, unitSettle)
@@ -469,4 +481,22 @@ func (j *job) readRest(k int) {
 		c.Items[i].Err = nil
 	}
 	j.parts = j.parts[:base]
+}
+
+// dropHolds deletes the holds keys, one on each of tags, in the
+// background: a job of its own, which frees itself once done (Close waits
+// for it). If the store is closing, the holds expire instead.
+func (s *redisStore) dropHolds(tags []int32, keys []string) {
+	if !s.begin() {
+		return
+	}
+	j := jobPool.Get().(*job)
+	j.s, j.async = s, true
+	for i, t := range tags {
+		p := j.addPart(t, unitSettle)
+		p.hold = keys[i]
+	}
+	j.state.Store(jobQueued)
+	j.pending.Store(int32(len(j.parts)))
+	s.b.submit(j.parts)
 }
