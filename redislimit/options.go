@@ -41,11 +41,12 @@ func defaultConfig() config {
 // follow it.
 func KeyPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
-// HoldTimeout is how long the hold of a request across slots outlives
-// its first phase (default DefaultHoldTimeout; <= 0 means the default).
-// A client that stops between the phases leaves its tokens taken; the
-// hold, and with it the chance to give them back, expires after this
-// long. It must exceed the time the second phase can take.
+// HoldTimeout is how long the hold a call across slots records on each
+// slot lives (default DefaultHoldTimeout; <= 0 means the default). Until
+// it expires the call can give back what it took there if a later slot
+// denies it; after, the tokens stay taken (under-admission only). A
+// client that stops between the phases leaves its holds to expire. Set
+// it well above the time a call across slots takes.
 func HoldTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
