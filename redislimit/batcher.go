@@ -8,7 +8,9 @@ import (
 // program per tag and round, holding every part queued on that tag since
 // its previous program was sent (a tag has at most one program in
 // flight, so those programs decide in order). A round sends the programs
-// of every tag with parts waiting, pipelined in one exchange; up to
+// of every tag with parts waiting, pipelined in one exchange (on a single
+// server, where a call's keys need not share a slot, the tags share
+// programs: one function call decides for all of them); up to
 // maxRounds rounds are in flight at once. A caller that finds fewer in
 // flight runs one itself; sender goroutines run the rounds of work left
 // waiting when a round ends.
@@ -20,9 +22,11 @@ type batcher struct {
 	ready     []int32 // tags with parts waiting and no program in flight
 	rounds    int     // rounds in flight
 	maxRounds int
-	idle      int // senders waiting for work
+	idle      int  // senders waiting for work
+	merge     bool // one program for all of a round's tags (a single server)
 	stop      bool
 	senders   sync.WaitGroup
+	scratch   []*part
 }
 
 type tagQueue struct {
@@ -33,15 +37,15 @@ type tagQueue struct {
 
 // round is the programs of one exchange with the server.
 type round struct {
-	tags  []int32
+	tags  []int32 // the tags it holds busy
 	progs []*program
 	drop  []*part // parts of abandoned jobs, finished without being sent
 }
 
 var roundPool = sync.Pool{New: func() any { return new(round) }}
 
-func (b *batcher) start(s *redisStore, maxRounds int) {
-	b.s, b.maxRounds = s, maxRounds
+func (b *batcher) start(s *redisStore, maxRounds int, merge bool) {
+	b.s, b.maxRounds, b.merge = s, maxRounds, merge
 	b.wake.L = &b.mu
 	b.senders.Add(maxRounds)
 	for range maxRounds {
@@ -108,14 +112,17 @@ func (b *batcher) sender() {
 	}
 }
 
-// take forms a round from the ready tags; b.mu is held.
+// take forms a round from the ready tags; b.mu is held. Each tag's parts
+// (up to maxProgramItems items) form a section; with merge, sections share
+// programs (up to maxMergedItems items each), else each has its own.
 func (b *batcher) take() *round {
 	r := roundPool.Get().(*round)
+	var p *program
 	for _, tag := range b.ready {
 		q := &b.q[tag]
 		q.listed = false
-		p := getProgram()
 		n, k := 0, 0
+		start := len(b.scratch)
 		for ; k < len(q.parts); k++ {
 			pt := q.parts[k]
 			if pt.j.abandoned() {
@@ -127,19 +134,24 @@ func (b *batcher) take() *round {
 				break
 			}
 			n += sz
-			p.parts = append(p.parts, pt)
+			b.scratch = append(b.scratch, pt)
 		}
 		rest := copy(q.parts, q.parts[k:])
 		clear(q.parts[rest:])
 		q.parts = q.parts[:rest]
-		if len(p.parts) == 0 {
-			putProgram(p)
+		if len(b.scratch) == start {
 			continue
 		}
+		if p == nil || !b.merge || p.size+n > maxMergedItems {
+			p = getProgram()
+			r.progs = append(r.progs, p)
+		}
+		p.addSection(tag, b.scratch[start:], n)
 		q.busy = true
 		r.tags = append(r.tags, tag)
-		r.progs = append(r.progs, p)
 	}
+	clear(b.scratch)
+	b.scratch = b.scratch[:0]
 	b.ready = b.ready[:0]
 	b.rounds++
 	return r

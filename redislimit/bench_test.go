@@ -159,7 +159,7 @@ func BenchmarkLimit(b *testing.B) {
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("callers=%d/redislimit", callers), func(b *testing.B) {
 			c := benchClient(b, 64)
-			l := open(b, c, ratelimit.Options{Limits: map[string]ratelimit.Config{"user": benchLimit}}, withRounds(envRounds()))
+			l := open(b, c, ratelimit.Options{Limits: map[string]ratelimit.Config{"user": benchLimit}}, benchOptions()...)
 			runDrive(b, callers, func(ctx context.Context, _ int, rng *rand.Rand) (int, error) {
 				_, err := l.Limit(ctx, ratelimit.Request{Name: "user", Key: benchKey(rng)})
 				return 1, err
@@ -184,7 +184,7 @@ func BenchmarkLimitMany(b *testing.B) {
 	for _, callers := range benchCallers {
 		b.Run(fmt.Sprintf("callers=%d/redislimit", callers), func(b *testing.B) {
 			c := benchClient(b, 64)
-			l := open(b, c, ratelimit.Options{Limits: map[string]ratelimit.Config{"user": benchLimit}})
+			l := open(b, c, ratelimit.Options{Limits: map[string]ratelimit.Config{"user": benchLimit}}, benchOptions()...)
 			runDrive(b, callers, func(ctx context.Context, _ int, rng *rand.Rand) (int, error) {
 				rs := make([]ratelimit.Request, batch)
 				for i := range rs {
@@ -221,7 +221,7 @@ func BenchmarkLimitAll(b *testing.B) {
 		b.Run(fmt.Sprintf("callers=%d/redislimit", callers), func(b *testing.B) {
 			c := benchClient(b, 64)
 			l := open(b, c, ratelimit.Options{Limits: map[string]ratelimit.Config{"user": benchLimit,
-				"global": {Kind: ratelimit.TokenBucket, Rate: 1e9, Period: S, Capacity: 1e9}}})
+				"global": {Kind: ratelimit.TokenBucket, Rate: 1e9, Period: S, Capacity: 1e9}}}, benchOptions()...)
 			runDrive(b, callers, func(ctx context.Context, _ int, rng *rand.Rand) (int, error) {
 				_, err := l.LimitAll(ctx, ratelimit.Request{Name: "user", Key: benchKey(rng)}, ratelimit.Request{Name: "global"})
 				return 1, err
@@ -243,14 +243,18 @@ func BenchmarkLimitAll(b *testing.B) {
 	}
 }
 
-// envRounds is the rounds of function calls in flight, RL_ROUNDS (default
-// the store's).
-func envRounds() int {
-	n, _ := strconv.Atoi(os.Getenv("RL_ROUNDS"))
-	if n == 0 {
-		return defaultConfig().rounds
+// benchOptions are the store's settings from the environment, for
+// experiments: RL_ROUNDS (rounds in flight), RL_NOMERGE=1 (a program per
+// tag on a single server too).
+func benchOptions() []Option {
+	var o []Option
+	if n, _ := strconv.Atoi(os.Getenv("RL_ROUNDS")); n > 0 {
+		o = append(o, withRounds(n))
 	}
-	return n
+	if os.Getenv("RL_NOMERGE") != "" {
+		o = append(o, withoutMerge())
+	}
+	return o
 }
 
 // processCPU is the CPU time (user and system) process pid has used.

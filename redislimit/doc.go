@@ -81,13 +81,14 @@
 //
 // # Batching
 //
-// Requests queue per tag. A tag has at most one function call in flight:
-// the requests queued meanwhile form its next call, decided in order,
-// atomically, each seeing the grants before it. A round sends the calls
-// of every tag with requests waiting, pipelined in one exchange (go-redis
-// splits it by master on a cluster); two rounds may be in flight at once.
-// A caller that finds the store idle sends its own round, so an idle store
-// adds no goroutine switch.
+// Requests queue per tag. A tag has at most one batch in flight: the
+// requests queued meanwhile form its next batch, decided in order,
+// atomically, each seeing the grants before it. A round sends the batches
+// of every tag with requests waiting: on a cluster one function call per
+// tag (its keys share a slot), pipelined in one exchange that go-redis
+// splits by master; on a single server one function call for all of them.
+// Two rounds may be in flight at once; a caller that finds fewer runs one
+// itself, so an idle store adds no goroutine switch.
 //
 // # Calls across slots
 //

@@ -37,7 +37,7 @@ func (s *redisStore) exchange(r *round) {
 	}
 	cmds := make([]fcallCmd, len(r.progs))
 	for i, p := range r.progs {
-		blob := p.build(r.tags[i], s.ks, s.clock != nil, s.sweep, float64(s.holdTTL.Milliseconds()))
+		blob := p.build(s.ks, s.clock != nil, s.sweep, float64(s.holdTTL.Milliseconds()))
 		cmds[i] = s.fcallCmd(ctx, p.keys, blob, nowArg)
 	}
 	s.send(ctx, cmds)
@@ -60,7 +60,7 @@ func (s *redisStore) exchange(r *round) {
 	for i, p := range r.progs {
 		b, err := cmds[i].Text()
 		if err != nil {
-			s.failProgram(p, fmt.Errorf("redislimit: function call on tag %s: %w", tags[r.tags[i]], err))
+			s.failProgram(p, fmt.Errorf("redislimit: function call on tag %s: %w", tags[p.tags[0]], err))
 			continue
 		}
 		s.finishProgram(p, []byte(b))

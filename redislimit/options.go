@@ -20,6 +20,7 @@ type config struct {
 	skipCheck       bool
 	rounds          int // rounds of function calls in flight at once
 	sweep           int // expiry-index entries one function call deletes at most
+	noMerge         bool
 }
 
 // Defaults of the options.
@@ -78,6 +79,10 @@ func SkipConfigCheck() Option { return func(c *config) { c.skipCheck = true } }
 // withRounds sets how many rounds of function calls may be in flight, for
 // benchmarks.
 func withRounds(n int) Option { return func(c *config) { c.rounds = max(n, 1) } }
+
+// withoutMerge makes a single server's programs one tag each, as on a
+// cluster, for tests and benchmarks.
+func withoutMerge() Option { return func(c *config) { c.noMerge = true } }
 
 // withSweep sets how many due expiry-index entries a function call deletes
 // (0: none), for tests.

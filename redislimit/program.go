@@ -9,50 +9,69 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
-// A program is one function call: the units of the parts queued on one tag,
-// encoded as script.lua reads them (little-endian):
+// A program is one function call: the units of the parts queued on one or
+// more tags, a section per tag, encoded as script.lua reads them
+// (little-endian):
 //
-//	header  nLimits, nItems, nUnits, firstBucketKey, nBucketKeys, dropKey, expiryKey, sweep, verify uint16; holdMs float64
-//	limit   kind uint8; rate, period, capacity, maxReserved, periodUs, periodRem float64
-//	item    key, limit uint16; phaseUs, phaseRem float64
-//	unit    kind uint8; n, holdKey uint16; then n of:
+//	header   nLimits, nItems, nSections, firstBucketKey, nBucketKeys, sweep, verify uint16; holdMs float64
+//	limit    kind uint8; rate, period, capacity, maxReserved, periodUs, periodRem float64
+//	item     key, limit uint16; phaseUs, phaseRem float64
+//	section  dropKey, expiryKey, nUnits uint16
+//	unit     kind uint8; n, holdKey uint16; then n of:
 //	  decide member  op, reserve, role uint8; a, b uint16; count float64
 //	                 (rolePair: otherValue, otherUs, otherRem, atUs, atRem, held float64; otherIsA uint8)
 //	  peek, reset    item uint16
 //	  settle entry   item uint16; expectPresent uint8; value, us, rem float64;
 //	                 targetPresent uint8; value, us, rem float64; amount float64
 //
-// Keys and items are numbered from 1; 0 is "none". The tag's drop record
-// and expiry index come first among the keys, then the holds, then the
-// buckets, which the function reads at once. The reply is the clock
-// reading (us, rem float64), then per unit a status byte and, for decide
-// (per member: a, then b) and peek (per item), the prior state of each
-// item: present uint8; value, us, rem float64. With verify set (tests), a
-// granted decide unit is followed by the states it left its items in, in
-// the same form.
+// with the units of every section in section order. Keys and items are
+// numbered from 1; 0 is "none". The sections' drop records and expiry
+// indexes come first among the keys, then the holds, then the buckets,
+// which the function reads at once. The reply is the clock reading (us,
+// rem float64), then per unit a status byte and, for decide (per member:
+// a, then b) and peek (per item), the prior state of each item: present
+// uint8; value, us, rem float64. With verify set (tests), a granted decide
+// unit is followed by the states it left its items in, in the same form.
+//
+// On a cluster a program has one section (its keys must share a slot); on
+// a single server, one per tag of its round.
 type program struct {
 	keys   []string
 	keyIdx map[string]uint16
 	lims   []*bucket.Limit
 	nItems int
 	nUnits int
+	size   int     // items its parts add (see part.size)
+	tags   []int32 // per section: its tag
+	ends   []int   // per section: the end of its parts in parts
 	limBuf []byte
 	itBuf  []byte
+	secBuf []byte
 	unBuf  []byte
 	out    []byte
 	parts  []*part
+}
+
+// addSection appends tag's parts as a section.
+func (p *program) addSection(tag int32, parts []*part, size int) {
+	p.tags = append(p.tags, tag)
+	p.parts = append(p.parts, parts...)
+	p.ends = append(p.ends, len(p.parts))
+	p.size += size
 }
 
 // verifyStates makes the function report the states each granted unit
 // left, for tests to compare with the replay bit for bit.
 var verifyStates = false
 
-// Bounds of programs, whose indexes are uint16: parts are gathered into
-// a program up to maxProgramItems items; an independent call's members on
-// one tag are split into parts of at most that many; an atomic call may
+// Bounds of programs, whose indexes are uint16: a tag's parts are
+// gathered into a section up to maxProgramItems items, and sections into
+// a program up to maxMergedItems; an independent call's members on one
+// tag are split into parts of at most maxProgramItems; an atomic call may
 // have at most maxAtomicItems items on one tag.
 const (
 	maxProgramItems = 4096
+	maxMergedItems  = 4 * maxProgramItems
 	maxAtomicItems  = 1 << 15
 )
 
@@ -65,9 +84,9 @@ func (p *program) reset() {
 	clear(p.keyIdx)
 	clear(p.lims)
 	clear(p.parts)
-	p.keys, p.lims, p.parts = p.keys[:0], p.lims[:0], p.parts[:0]
-	p.nItems, p.nUnits = 0, 0
-	p.limBuf, p.itBuf, p.unBuf = p.limBuf[:0], p.itBuf[:0], p.unBuf[:0]
+	p.keys, p.lims, p.parts, p.tags, p.ends = p.keys[:0], p.lims[:0], p.parts[:0], p.tags[:0], p.ends[:0]
+	p.nItems, p.nUnits, p.size = 0, 0, 0
+	p.limBuf, p.itBuf, p.secBuf, p.unBuf = p.limBuf[:0], p.itBuf[:0], p.secBuf[:0], p.unBuf[:0]
 }
 
 // key returns k's index, adding it.
@@ -192,15 +211,21 @@ func (p *program) member(pt *part, d *dmember) {
 	}
 }
 
-// build encodes p's parts and assembles the program with its tag's extra
+// build encodes p's parts and assembles the program with its sections'
 // keys.
-func (p *program) build(tag int32, ks *keyspace, clientClock bool, sweep int, holdMs float64) []byte {
-	drop := p.key(ks.drop[tag])
-	exp := uint16(0)
-	if clientClock {
-		exp = p.key(ks.expiry[tag])
-	} else {
+func (p *program) build(ks *keyspace, clientClock bool, sweep int, holdMs float64) []byte {
+	if !clientClock {
 		sweep = 0
+	}
+	for _, tag := range p.tags {
+		exp := uint16(0)
+		drop := p.key(ks.drop[tag])
+		if clientClock {
+			exp = p.key(ks.expiry[tag])
+		}
+		p.secBuf = binary.LittleEndian.AppendUint16(p.secBuf, drop)
+		p.secBuf = binary.LittleEndian.AppendUint16(p.secBuf, exp)
+		p.secBuf = binary.LittleEndian.AppendUint16(p.secBuf, 0) // its units, below
 	}
 	for _, pt := range p.parts {
 		if pt.hold != "" {
@@ -208,16 +233,23 @@ func (p *program) build(tag int32, ks *keyspace, clientClock bool, sweep int, ho
 		}
 	}
 	b0 := len(p.keys) + 1
-	for _, pt := range p.parts {
-		p.encode(pt)
+	lo := 0
+	for k, end := range p.ends {
+		before := p.nUnits
+		for _, pt := range p.parts[lo:end] {
+			p.encode(pt)
+		}
+		binary.LittleEndian.PutUint16(p.secBuf[6*k+4:], uint16(p.nUnits-before))
+		lo = end
 	}
 	b := p.out[:0]
-	for _, v := range []int{len(p.lims), p.nItems, p.nUnits, b0, len(p.keys) + 1 - b0, int(drop), int(exp), sweep, int(b2u(verifyStates))} {
+	for _, v := range []int{len(p.lims), p.nItems, len(p.tags), b0, len(p.keys) + 1 - b0, sweep, int(b2u(verifyStates))} {
 		b = binary.LittleEndian.AppendUint16(b, uint16(v))
 	}
 	b = f64s(b, holdMs)
 	b = append(b, p.limBuf...)
 	b = append(b, p.itBuf...)
+	b = append(b, p.secBuf...)
 	b = append(b, p.unBuf...)
 	p.out = b
 	return b

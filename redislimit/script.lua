@@ -1,7 +1,8 @@
 #!lua name=LIBRARY
 -- redislimit's function library (FUNCTION LOAD; called with FCALL): one
--- function decides a batch of units on the buckets of one slot tag, in
--- order and atomically, and stores what they grant. Its arithmetic mirrors
+-- function decides batches of units, a section per slot tag (one section
+-- on a cluster, where a call's keys share a slot; every waiting tag's on a
+-- single server), in order and atomically, and stores what they grant. Its arithmetic mirrors
 -- package internal/bucket operation for operation (doubles on both sides);
 -- the Go side replays every decision on the states this function reports
 -- and refuses a reply that disagrees. The helpers and scratch tables are
@@ -10,15 +11,16 @@
 -- Times are (us, rem): whole microseconds since the Unix epoch and the
 -- nanoseconds beyond them, 0 <= rem < 1000, both held exactly in doubles.
 --
--- keys: the tag's drop record and expiry index, the holds the batch names,
--- then its buckets (nB from b0). args[1]: the program (see program.go). args[2]: the clock as '<dd' (us, rem), or '' for the
+-- keys: the sections' drop records and expiry indexes, the holds the
+-- batch names, then its buckets (nB from b0). args[1]: the program (see
+-- program.go). args[2]: the clock as '<dd' (us, rem), or '' for the
 -- server's TIME.
 -- The libraries exist only when the function runs (not while the library
 -- loads): bound on the first call.
 local pack, sunpack, call, concat, tunpack, floor, huge
 
 -- The call's inputs and clock.
-local KEYS, prog, pos, nus, nrem, nU
+local KEYS, prog, pos, nus, nrem, nS
 
 -- Limits: kind (1 token bucket, 2 fixed window), rate, period as a double
 -- (LF), capacity, maxReserved (0: unlimited), period as (us, rem).
@@ -167,31 +169,39 @@ local function credit(l, v, us, rem, nu, nr, count)
   return v, us, rem
 end
 
--- The tag's drop record: the latest clock reading at which a full bucket
--- was deleted here. An absent bucket is fresh as of max(now, it), so that
+-- A tag's drop record: the latest clock reading at which a full bucket
+-- was deleted there. An absent bucket is fresh as of max(now, it), so that
 -- a clock gone back cannot count a refill twice (as the partitions do).
-local dropK, dLoaded, dUs, dRem, dChanged
+-- Per section: its drop record's key, expiry index's key (0: none), units,
+-- and the record as loaded (SDl), its value (SDu, SDr) and whether it
+-- changed (SDc). sec is the section being decided.
+local SDk, SEk, SNU, SDl, SDu, SDr, SDc = {}, {}, {}, {}, {}, {}, {}
+local sec
 local function freshAt()
-  if not dLoaded then
-    dLoaded = true
-    local raw = call('GET', KEYS[dropK])
-    if raw then dUs, dRem = sunpack('<dd', raw) end
+  if not SDl[sec] then
+    SDl[sec] = true
+    local raw = call('GET', KEYS[SDk[sec]])
+    if raw then SDu[sec], SDr[sec] = sunpack('<dd', raw) end
   end
-  if dUs and le(nus, nrem, dUs, dRem) then return dUs, dRem end
+  local du = SDu[sec]
+  if du and le(nus, nrem, du, SDr[sec]) then return du, SDr[sec] end
   return nus, nrem
 end
 local function dropped()
   freshAt()
-  if not dUs or not le(nus, nrem, dUs, dRem) then
-    dUs, dRem, dChanged = nus, nrem, true
+  local du = SDu[sec]
+  if not du or not le(nus, nrem, du, SDr[sec]) then
+    SDu[sec], SDr[sec], SDc[sec] = nus, nrem, true
   end
 end
 
 -- The bucket cache, by key index: CP[k] is true (present) or false
--- (absent); CV, CU, CR its state; CW the item whose limit last wrote it.
-local CP, CV, CU, CR, CW = {}, {}, {}, {}, {}
+-- (absent); CV, CU, CR its state; CW the item whose limit last wrote it;
+-- KS the section that wrote it.
+local CP, CV, CU, CR, CW, KS = {}, {}, {}, {}, {}, {}
 local isDirty, dirty, nDirty = {}, {}, 0
 local function mark(k)
+  KS[k] = sec
   if not isDirty[k] then
     isDirty[k] = true
     nDirty = nDirty + 1
@@ -342,7 +352,7 @@ local function fullAt(i, v, u, r)
 end
 
 local holds, nHolds = {}, 0
-local expK, sweepN, verify, holdMs
+local sweepN, verify, holdMs
 
 -- begin reads the call's clock and program header, limits and items;
 -- false and an error reply when the clock is out of range.
@@ -362,14 +372,17 @@ local function begin(keys, args)
     return false
   end
   local nL, nI, b0, nB
-  nL, nI, nU, b0, nB, dropK, expK, sweepN, verify, holdMs, pos = sunpack('<HHHHHHHHHd', prog, 1)
+  nL, nI, nS, b0, nB, sweepN, verify, holdMs, pos = sunpack('<HHHHHHHd', prog, 1)
   for i = 1, nL do
     LK[i], LR[i], LF[i], LC[i], LM[i], LPu[i], LPr[i], pos = sunpack('<Bdddddd', prog, pos)
   end
   for i = 1, nI do
     IK[i], IL[i], IHu[i], IHr[i], pos = sunpack('<HHdd', prog, pos)
   end
-  dLoaded, dUs, dRem, dChanged = false, nil, nil, false
+  for j = 1, nS do
+    SDk[j], SEk[j], SNU[j], pos = sunpack('<HHH', prog, pos)
+    SDl[j], SDu[j], SDr[j], SDc[j] = false, nil, nil, false
+  end
   nDirty, nOut, nHolds = 0, 1, 0
   out[1] = pack('<dd', nus, nrem)
   return true, b0, nB
@@ -379,12 +392,16 @@ end
 -- buckets that are full by now, bounded per call), then reads every
 -- bucket at once.
 local function load(b0, nB)
-  if expK > 0 and sweepN > 0 then
-    local due = call('ZRANGEBYSCORE', KEYS[expK], '-inf', nus, 'LIMIT', 0, sweepN)
-    if #due > 0 then
-      call('DEL', tunpack(due))
-      call('ZREM', KEYS[expK], tunpack(due))
-      dropped()
+  for j = 1, nS do
+    local expK = SEk[j]
+    if expK > 0 and sweepN > 0 then
+      local due = call('ZRANGEBYSCORE', KEYS[expK], '-inf', nus, 'LIMIT', 0, sweepN)
+      if #due > 0 then
+        call('DEL', tunpack(due))
+        call('ZREM', KEYS[expK], tunpack(due))
+        sec = j
+        dropped()
+      end
     end
   end
   if nB > 0 then
@@ -485,6 +502,7 @@ end
 local function writeBack()
   for j = 1, nDirty do
     local k = dirty[j]
+    local expK = SEk[KS[k]]
     if CP[k] then
       local blob = pack('<ddd', CV[k], CU[k], CR[k])
       local tu = fullAt(CW[k], CV[k], CU[k], CR[k])
@@ -508,8 +526,8 @@ local function writeBack()
   for j = 1, nHolds do
     call('SET', KEYS[holds[j]], '1', 'PX', holdMs)
   end
-  if dChanged then
-    call('SET', KEYS[dropK], pack('<dd', dUs, dRem))
+  for j = 1, nS do
+    if SDc[j] then call('SET', KEYS[SDk[j]], pack('<dd', SDu[j], SDr[j])) end
   end
 end
 
@@ -519,17 +537,20 @@ local function run(keys, args)
     return redis.error_reply('RANGE ratelimit: clock outside the years 1970 to 2112')
   end
   load(b0, nB)
-  for _ = 1, nU do
-    local kind, n, holdK
-    kind, n, holdK, pos = sunpack('<BHH', prog, pos)
-    if kind == 1 then
-      decideKind(n, holdK)
-    elseif kind == 2 or kind == 3 then
-      itemsKind(kind, n)
-    elseif kind == 4 then
-      settleKind(n, holdK)
-    else
-      error('ratelimit: unknown unit ' .. kind)
+  for j = 1, nS do
+    sec = j
+    for _ = 1, SNU[j] do
+      local kind, n, holdK
+      kind, n, holdK, pos = sunpack('<BHH', prog, pos)
+      if kind == 1 then
+        decideKind(n, holdK)
+      elseif kind == 2 or kind == 3 then
+        itemsKind(kind, n)
+      elseif kind == 4 then
+        settleKind(n, holdK)
+      else
+        error('ratelimit: unknown unit ' .. kind)
+      end
     end
   end
   writeBack()

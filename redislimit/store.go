@@ -39,7 +39,8 @@ func newStore(client redis.UniversalClient, cfg *config, clock func() int64) *re
 		sweep:   cfg.sweep,
 	}
 	s.idle.L = &s.mu
-	s.b.start(s, cfg.rounds)
+	_, single := client.(*redis.Client) // keys of any slots may share a call
+	s.b.start(s, cfg.rounds, single && !cfg.noMerge)
 	return s
 }
 

@@ -3,12 +3,16 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/httplimit"
 )
 
 // step is one request of a worked case, at t0+at on a fake clock.
@@ -264,4 +268,34 @@ func TestBadInputNeverReachesRedis(t *testing.T) {
 	}
 	srv.kill()
 	check("server gone")
+}
+
+// TestHTTPMiddleware: package httplimit works on a Redis limiter
+// unchanged (a per-client and a global limit, taken all or none).
+func TestHTTPMiddleware(t *testing.T) {
+	client := topologies[0].client(t)
+	l := open(t, client, ratelimit.Options{Now: newFakeClock(t0).Now, Limits: map[string]ratelimit.Config{
+		"perClient": {Kind: ratelimit.TokenBucket, Rate: 3, Period: M},
+		"global":    {Kind: ratelimit.TokenBucket, Rate: 100, Period: M},
+	}})
+	mw, err := httplimit.Middleware(l, httplimit.Options{Limits: []string{"perClient"}, GlobalLimits: []string{"global"},
+		Key: httplimit.Header("X-Client")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	var codes []int
+	for range 4 {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-Client", "c1")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		codes = append(codes, w.Code)
+	}
+	if fmt.Sprint(codes) != "[200 200 200 429]" {
+		t.Fatalf("codes %v", codes)
+	}
+	if v, _ := l.Value(context.Background(), "global", ""); v.Value != 97 {
+		t.Fatalf("global holds %v, want 97", v.Value)
+	}
 }
