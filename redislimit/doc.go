@@ -69,7 +69,8 @@
 // masters. The tags' slots are the middles of the 64 equal ranges of the
 // slot space, so any even split of the slots over masters gives each
 // master as many tags as any other, give or take one: enough to spread
-// over masters, few enough that each call still carries many requests.
+// over masters, few enough that on a cluster each call still carries many
+// requests.
 // The tags, and so the layout, are fixed: every process sharing a server
 // computes the same keys whatever its settings.
 //
@@ -103,10 +104,10 @@
 // changed it since, else a credit capped at capacity) and drops their
 // holds; when every tag granted, it drops the holds (in the background,
 // with the tags' next calls: the caller waits for phase one only). The
-// last tag needs no hold. Nothing waits inside a function, so nothing deadlocks; a
-// request that meets another's hold is decided against the tokens already
-// taken; a client that stops between the phases leaves its tokens taken
-// (under-admission only), and its holds expire. A two-choice request
+// last tag needs no hold. Nothing waits inside a function, so nothing
+// deadlocks; a request that meets another's hold is decided against the
+// tokens already taken; a client that stops between the phases leaves its
+// tokens taken (under-admission only), and its holds expire. A two-choice request
 // across tags holds on its first shard what it may take there, and its
 // second tag decides the pair (then phase two gives the first shard back
 // what the decision did not use).
@@ -115,7 +116,7 @@
 //
 // A bucket's key expires once the bucket would be full again, never
 // before, so Redis memory follows active keys: on the servers' clock a
-// key gets an absolute expiry (PXAT) at the first millisecond after its
+// key gets an absolute expiry (PXAT) within two milliseconds after its
 // refill; with Options.Now there is no server-side expiry (a key must
 // outlive a clock that stands still), and instead each call on a tag first
 // deletes the tag's buckets that are full by that clock (at most 64 per
