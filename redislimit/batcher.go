@@ -92,6 +92,31 @@ func (b *batcher) submit(parts []part) {
 	b.mu.Unlock()
 }
 
+// queue queues parts without sending them: they go with the next round
+// (see dropHolds), or when flush is called.
+func (b *batcher) queue(parts []part) {
+	b.mu.Lock()
+	for i := range parts {
+		pt := &parts[i]
+		q := &b.q[pt.tag]
+		q.parts = append(q.parts, pt)
+		if !q.busy && !q.listed {
+			q.listed = true
+			b.ready = append(b.ready, pt.tag)
+		}
+	}
+	b.mu.Unlock()
+}
+
+// flush has the senders send whatever is waiting.
+func (b *batcher) flush() {
+	b.mu.Lock()
+	if len(b.ready) > 0 {
+		b.wake.Broadcast()
+	}
+	b.mu.Unlock()
+}
+
 func (b *batcher) sender() {
 	defer b.senders.Done()
 	b.mu.Lock()

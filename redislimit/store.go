@@ -80,6 +80,7 @@ func (s *redisStore) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.b.flush() // the background drops of holds waiting for a round
 	for s.active > 0 {
 		s.idle.Wait()
 	}

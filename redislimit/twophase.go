@@ -484,8 +484,9 @@ func (j *job) readRest(k int) {
 }
 
 // dropHolds deletes the holds keys, one on each of tags, in the
-// background: a job of its own, which frees itself once done (Close waits
-// for it). If the store is closing, the holds expire instead.
+// background: a job of its own, which frees itself once done (Close sends
+// it and waits for it), queued to go with the next round rather than
+// start one. If the store is closing, the holds expire instead.
 func (s *redisStore) dropHolds(tags []int32, keys []string) {
 	if !s.begin() {
 		return
@@ -498,5 +499,5 @@ func (s *redisStore) dropHolds(tags []int32, keys []string) {
 	}
 	j.state.Store(jobQueued)
 	j.pending.Store(int32(len(j.parts)))
-	s.b.submit(j.parts)
+	s.b.queue(j.parts)
 }
