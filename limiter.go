@@ -156,6 +156,8 @@ func (l *Limiter) itemErr(err error) error {
 		return ErrClosed
 	case errors.Is(err, actor.ErrFull):
 		return ErrTooManyKeys
+	case errors.Is(err, ErrInvalidConfig):
+		return err // a shared store rejects, at use, a limit it cannot represent
 	}
 	l.unavailable.Add(1)
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)

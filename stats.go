@@ -75,7 +75,9 @@ func (l *Limiter) Stats() Stats {
 		LiveBuckets:  n.Live,
 		Partitions:   l.store.Partitions(),
 		Snapshots:    l.snapshots.Load(),
-		SnapshotAge:  time.Since(time.Unix(0, l.lastSnap.Load())),
+	}
+	if l.group != nil { // a shared store takes no snapshots
+		s.SnapshotAge = time.Since(time.Unix(0, l.lastSnap.Load()))
 	}
 	if l.wal != nil {
 		w := l.wal.Stats()
