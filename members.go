@@ -6,28 +6,18 @@ import (
 )
 
 // keyHashes are a request's hashes of (name, key), each computed once (see
-// internal/bucket's hash.go): table keys the partitions' tables; route
-// places the key's buckets on partitions; phase is a fixed window's phase.
+// internal/bucket's hash.go): route places the key's buckets on
+// partitions (the same in every process, so a shared store agrees) and a
+// fixed window's phase; table keys the partitions' tables.
 type keyHashes struct {
 	table, route uint64
 	phase        int64
 }
 
-// hashKey hashes (d, key). The in-process partitions route by the table
-// hash (the same for a bucket whatever its limit's config, so recovery
-// finds it); a shared store routes by bucket.Hash, the same in every
-// process. bucket.Hash is computed only when one of them needs it.
 func (l *Limiter) hashKey(d *limitDef, key string) keyHashes {
-	h := keyHashes{table: bucket.TableHash(d.nameHash, key), phase: d.phase}
-	h.route = h.table
-	if l.group == nil || d.hashedPhase {
-		stable := bucket.HashWith(d.nameHash, key)
-		if l.group == nil {
-			h.route = stable
-		}
-		if d.hashedPhase {
-			h.phase = bucket.Phase(stable, d.perShard.Period)
-		}
+	h := keyHashes{table: bucket.TableHash(d.nameHash, key), route: bucket.HashWith(d.nameHash, key), phase: d.phase}
+	if d.hashedPhase {
+		h.phase = bucket.Phase(h.route, d.perShard.Period)
 	}
 	return h
 }

@@ -14,8 +14,8 @@ var benchLim = &bucket.Limit{Kind: bucket.TokenBucket, Rate: 1e9, Period: 1e9, C
 func benchCall(g *Group, key string) *Call {
 	c := NewCall()
 	c.Atomic = true
-	h := bucket.TableHash(bucket.NameHash("user"), key)
-	i := c.AddItem(Item{ID: BucketID{Name: "user", Key: key}, Hash: bucket.ShardHash(h, 0), Lim: benchLim, Part: g.Route(h, 0)}, 0, false)
+	h := bucket.Hash("user", key)
+	i := c.AddItem(Item{ID: BucketID{Name: "user", Key: key}, Hash: bucket.ShardHash(bucket.TableHash(bucket.NameHash("user"), key), 0), Lim: benchLim, Part: g.Route(h, 0)}, 0, false)
 	c.Members = append(c.Members, Member{Op: OpTake, Count: 1, First: i, Second: -1})
 	return c
 }

@@ -80,7 +80,7 @@ func (g *Group) QueueOnly() {
 }
 
 // Route returns the partition of shard of the bucket whose (name, key)
-// hashes to hash (bucket.TableHash, see Restore): shard s sits on
+// hashes to hash (bucket.Hash): shard s sits on
 // partition (hash + s/2) mod N, so shards 2k and 2k+1 form a pair on one
 // partition and consecutive pairs sit on consecutive partitions. A
 // request's two choices are a pair (see ratelimit's twoShards), decided by
@@ -96,12 +96,11 @@ func (g *Group) Route(hash uint64, shard uint32) int32 {
 }
 
 // Restore puts a recovered state (or deletion) of the bucket id into its
-// partition: the one Route gives for the bucket's table hash, which is
-// how requests route to the in-process partitions. Only before Start.
+// partition. Only before Start.
 func (g *Group) Restore(id BucketID, s bucket.State, lim *bucket.Limit, del bool) {
-	h := bucket.TableHash(bucket.NameHash(id.Name), id.Key)
-	p := g.parts[g.Route(h, id.Shard)]
-	bh := bucket.ShardHash(h, id.Shard)
+	nh := bucket.NameHash(id.Name)
+	p := g.parts[g.Route(bucket.HashWith(nh, id.Key), id.Shard)]
+	bh := bucket.ShardHash(bucket.TableHash(nh, id.Key), id.Shard)
 	if del {
 		p.buckets.del(bh, id)
 		return

@@ -243,12 +243,11 @@ func oneCall(op Op, count float64, it Item) *Call {
 }
 
 // Real collisions, not forged table hashes: keys whose bucket.Hash is one
-// value (XXH64 is invertible on short keys, so anyone can make them). A
-// shared store routes by bucket.Hash, so such keys meet; here they are put
-// on one partition, and must not share a table hash (TableHash is seeded
-// per process). They go through takes, credits back to full (store
-// deletes the bucket), resets, and a Sweep, against a model of every
-// bucket's value.
+// value (XXH64 is invertible on short keys, so anyone can make them). They
+// share a partition (routing is by bucket.Hash) but not a table hash
+// (TableHash is seeded per process), and go through takes, credits back
+// to full (store deletes the bucket), resets, and a Sweep, against a model
+// of every bucket's value.
 func TestRealHashCollisionsThroughGroup(t *testing.T) {
 	g := newGroup(t, 2, NopLog{}, frozen)
 	lim := tokenLim(10)
@@ -261,10 +260,9 @@ func TestRealHashCollisionsThroughGroup(t *testing.T) {
 	model := make([]float64, len(keys))
 	for k, key := range keys {
 		items[k] = itemFor(g, lim, name, key, 0)
-		items[k].Part = items[0].Part
 		model[k] = 10
-		if bucket.Hash(name, key) != bucket.Hash(name, keys[0]) {
-			t.Fatalf("key %q: bucket hash %x, want a collision with %x", key, bucket.Hash(name, key), bucket.Hash(name, keys[0]))
+		if bucket.Hash(name, key) != bucket.Hash(name, keys[0]) || items[k].Part != items[0].Part {
+			t.Fatalf("key %q: bucket hash %x part %d, want a collision with %x %d", key, bucket.Hash(name, key), items[k].Part, bucket.Hash(name, keys[0]), items[0].Part)
 		}
 		if k > 0 && items[k].Hash == items[0].Hash {
 			t.Fatalf("key %q: table hash %x equals the victim's: TableHash is not seeded", key, items[k].Hash)

@@ -127,7 +127,7 @@ func testGroup(n int, log Log, clock func() int64) *Group {
 func keyOn(g *Group, name string, part int32, i int) string {
 	for k := 0; ; k++ {
 		key := fmt.Sprintf("k%d", k)
-		if g.Route(bucket.TableHash(bucket.NameHash(name), key), 0) == part {
+		if g.Route(bucket.Hash(name, key), 0) == part {
 			if i == 0 {
 				return key
 			}
@@ -136,15 +136,13 @@ func keyOn(g *Group, name string, part int32, i int) string {
 	}
 }
 
-// itemFor is the item of bucket (name, key, shard) under lim, routed as
-// package ratelimit routes to in-process partitions (by its table hash).
+// itemFor is the item of bucket (name, key, shard) under lim.
 func itemFor(g *Group, lim *bucket.Limit, name, key string, shard uint32) Item {
-	h := bucket.TableHash(bucket.NameHash(name), key)
 	return Item{
 		ID:   BucketID{Name: name, Key: key, Shard: shard},
-		Hash: bucket.ShardHash(h, shard),
+		Hash: bucket.ShardHash(bucket.TableHash(bucket.NameHash(name), key), shard),
 		Lim:  lim,
-		Part: g.Route(h, shard),
+		Part: g.Route(bucket.Hash(name, key), shard),
 	}
 }
 

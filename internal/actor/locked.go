@@ -38,7 +38,6 @@ func (g *Group) decideLocked(c *Call) bool {
 			g.parts[r.part].mu.Unlock()
 		}
 	}()
-	now := g.clock()
 	for _, r := range c.ranges {
 		p := g.parts[r.part]
 		p.mu.Lock()
@@ -46,13 +45,13 @@ func (g *Group) decideLocked(c *Call) bool {
 		if !p.idleLocked() {
 			return false
 		}
-		now = max(now, p.last) // no partition's readings go backwards
 	}
 	ran := false
 	defer crashUnlessRan(&ran)
+	now := g.clock() // one reading for every partition, as a batch of each
 	for _, r := range c.ranges {
 		p := g.parts[r.part]
-		p.now, p.last = now, now
+		p.now, p.last = now, max(p.last, now)
 		if err := p.load(msg{call: c, kind: kindDecide, lo: r.lo, hi: r.hi}, false); err != nil {
 			p.counts.Refused++
 			for i := range c.Items {
