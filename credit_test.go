@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,6 +92,45 @@ func TestCreditShardedFillsEmptiest(t *testing.T) {
 	}
 	if v := value(t, l, "s", "").Value; v != 40 {
 		t.Fatalf("credit capped: %v, want 40", v)
+	}
+}
+
+// Credits racing on a sharded limit lose nothing to a shard's cap while
+// the limit has room: what a shard filled by a racing credit refuses is
+// spread again, so crediting exactly what was taken fills the limit.
+func TestCreditShardedRacingCreditsAllLand(t *testing.T) {
+	clk := newClock()
+	ctx := context.Background()
+	const credits, each = 16, 25.0
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), "rl.db") // commits keep credits in flight together
+		l := open(t, Options{Path: path, Now: clk.Now, Partitions: 4, Limits: map[string]Config{
+			"s": {Kind: TokenBucket, Rate: credits * each, Period: time.Hour, Shards: 4},
+		}})
+		for i := 0; value(t, l, "s", "k").Value > 0; i++ { // empty every shard
+			if i > 10_000 {
+				t.Fatal("could not drain the limit")
+			}
+			if _, err := l.Limit(ctx, Request{Name: "s", Key: "k", Count: 5}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for range credits {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := l.Credit(ctx, "s", "k", each); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if v := value(t, l, "s", "k").Value; math.Abs(v-credits*each) > 1e-9 {
+			t.Fatalf("round %d: %d credits of %v over an empty limit of %v: value %v (shards %v)",
+				round, credits, each, credits*each, v, shardValues(t, l, "s", "k"))
+		}
+		l.Close()
 	}
 }
 

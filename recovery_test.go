@@ -413,6 +413,14 @@ func TestRecoveryCloseWhileGrantingExact(t *testing.T) {
 		var mu sync.Mutex
 		used := map[string]float64{}
 		add := func(k string, n float64) { mu.Lock(); used[k] += n; mu.Unlock() }
+		if round == 0 { // a debt the credits below cannot repay: none is capped
+			for k := range 3 {
+				if !limit(t, l, Request{Name: "sh", Key: strconv.Itoa(k), Count: 1000}).OK {
+					t.Fatal("a debt of 1000 was refused")
+				}
+				add("sh/"+strconv.Itoa(k), 1000)
+			}
+		}
 		var ops atomic.Int64
 		var wg sync.WaitGroup
 		for w := 0; w < 12; w++ {

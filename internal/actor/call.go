@@ -75,6 +75,9 @@ type Member struct {
 	RetryAfter int64
 	Left       float64 // tokens left after the decision in its bucket(s), summed
 	UntilFull  int64   // how long those buckets need to refill (their average, for two)
+	// Spill is, for OpCredit, the part of Count the bucket's capacity
+	// refused.
+	Spill float64
 }
 
 // Call is one caller's request; see the package doc. Calls are pooled: get

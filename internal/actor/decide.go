@@ -21,8 +21,10 @@ func decideMember(c *Call, m *Member, now int64) {
 func DecideMember(m *Member, a, b *Item, now int64) {
 	if b == nil {
 		if m.Op == OpCredit {
+			before := a.Lim.Project(a.State, now).Value
 			a.State, a.Write = a.Lim.Credit(a.State, now, m.Count), true
-			m.OK, m.RetryAfter = true, 0
+			m.OK, m.RetryAfter, m.Left = true, 0, a.State.Value
+			m.Spill = max(0, m.Count-(a.State.Value-before))
 			return
 		}
 		d := a.Lim.Take(a.State, now, m.Count, m.Reserve)
