@@ -1,105 +1,70 @@
 package ratelimit
 
-// Concurrency of the public API (from an independent review; its helpers
-// start with cc): cancellation at any moment, Close racing everything,
-// credits and resets racing two-phase holds, against ledgers of what was
-// acknowledged. Frozen injected clock, t.TempDir() for durable mode, no
-// sleeping: waits are channels or bounded Gosched loops that fail the test
-// on a deadline. CI runs them both ways: ACTOR_QUEUE_ONLY=1 makes every
-// message queue for the partitions' goroutines (see ccOpen).
+// Concurrency of the public API: cancellation at any moment, Close racing
+// everything, credits and resets racing two-phase holds, against ledgers of
+// what was acknowledged. Waits are channels or bounded Gosched loops that
+// fail the test on a deadline (waitDone), never sleeps. CI also runs the
+// tests named Concurrency* with ACTOR_QUEUE_ONLY=1 (see open).
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
-// ccOpen opens a limiter without background work; under
-// ACTOR_QUEUE_ONLY=1 (as in the actor tests) every message queues for the
-// partitions' goroutines: no caller runs a partition inline.
-func ccOpen(t testing.TB, opts Options) *Limiter {
-	t.Helper()
-	opts.SweepInterval, opts.SnapshotInterval, opts.SnapshotBytes = -1, -1, -1
-	opts.queueOnly = os.Getenv("ACTOR_QUEUE_ONLY") == "1"
-	l, err := Open(opts)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	return l
-}
-
-var ccT0 = time.Date(2026, time.February, 3, 4, 5, 6, 0, time.UTC)
-
-const ccHang = 60 * time.Second
-
-func ccWaitDone(t testing.TB, done <-chan struct{}, what string) {
-	t.Helper()
-	timer := time.NewTimer(ccHang)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
-		t.Fatalf("hang: waited %v for %s", ccHang, what)
-	}
-}
-
-func ccTB(capacity float64, shards int) Config {
-	// refills capacity per hour: nothing on a frozen clock
+// frozenTB and frozenFW refill their capacity once an hour or a day:
+// nothing on a frozen clock.
+func frozenTB(capacity float64, shards int) Config {
 	return Config{Kind: TokenBucket, Rate: capacity, Period: time.Hour, Capacity: capacity, Shards: shards}
 }
 
-func ccFW(capacity float64, shards int) Config {
+func frozenFW(capacity float64, shards int) Config {
 	return Config{Kind: FixedWindow, Rate: capacity, Period: 24 * time.Hour, Capacity: capacity, Shards: shards,
-		Start: ccT0.Add(-time.Hour)}
+		Start: t0.Add(-time.Hour)}
 }
 
-type ccRef struct{ name, key string }
-
-// ccLedger counts, per bucket, what was acknowledged and what may have
+// ledger counts, per bucket, what was acknowledged and what may have
 // been taken without acknowledgement (a call whose context ended).
-type ccLedger struct {
+type ledger struct {
 	mu    sync.Mutex
-	acked map[ccRef]float64
-	maybe map[ccRef]float64
+	acked map[bucketRef]float64
+	maybe map[bucketRef]float64
 }
 
-func ccNewLedger() *ccLedger {
-	return &ccLedger{acked: map[ccRef]float64{}, maybe: map[ccRef]float64{}}
+func newLedger() *ledger {
+	return &ledger{acked: map[bucketRef]float64{}, maybe: map[bucketRef]float64{}}
 }
 
-func (l *ccLedger) add(m map[ccRef]float64, r Request, n float64) {
+func (l *ledger) add(m map[bucketRef]float64, r Request, n float64) {
 	l.mu.Lock()
-	m[ccRef{r.Name, r.Key}] += n
+	m[bucketRef{r.Name, r.Key}] += n
 	l.mu.Unlock()
 }
 
-func ccCount(r Request) float64 {
+// countOf is the count r takes (0 means 1).
+func countOf(r Request) float64 {
 	if r.Count == 0 {
 		return 1
 	}
 	return r.Count
 }
 
-func ccIsCtx(err error) bool {
+// isCtxErr reports whether err is a context's error.
+func isCtxErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// ccCtx returns a context that is background, already cancelled, or
+// randomCtx returns a context that is background, already cancelled, or
 // cancelled concurrently at a random moment.
-func ccCtx(r *rand.Rand) (context.Context, func()) {
+func randomCtx(r *rand.Rand) (context.Context, func()) {
 	switch r.IntN(4) {
 	case 0:
 		ctx, cancel := context.WithCancel(context.Background())
@@ -122,26 +87,28 @@ func ccCtx(r *rand.Rand) (context.Context, func()) {
 	return context.Background(), func() {}
 }
 
-var ccLimits = map[string]Config{
-	"u":  ccTB(40, 1),
-	"f":  ccFW(30, 1),
-	"s":  ccTB(64, 4),
-	"s2": ccTB(24, 2),
-	"fs": ccFW(48, 3),
+// stressLimits are small frozen buckets, sharded and not, so that
+// denials and two-phase holds are common.
+var stressLimits = map[string]Config{
+	"u":  frozenTB(40, 1),
+	"f":  frozenFW(30, 1),
+	"s":  frozenTB(64, 4),
+	"s2": frozenTB(24, 2),
+	"fs": frozenFW(48, 3),
 }
 
-var ccKeys = []string{"", "a", "b", "c"}
+var stressKeys = []string{"", "a", "b", "c"}
 
-// ccStress runs workers issuing Limit, LimitAll (with repeats),
+// stress runs workers issuing Limit, LimitAll (with repeats),
 // LimitMany (with repeats, sharded and invalid requests), Check and Value
 // under random cancellation, then checks every bucket: what it lost is at
 // least what was acknowledged and at most that plus what callers gave up
 // on, and never more than its capacity (frozen clock).
-func ccStress(t *testing.T, l *Limiter, workers, iters int, led *ccLedger, seed uint64) {
+func stress(t *testing.T, l *Limiter, workers, iters int, led *ledger, seed uint64) {
 	names := []string{"u", "f", "s", "s2", "fs"}
 	pick := func(r *rand.Rand) Request {
 		n := names[r.IntN(len(names))]
-		return Request{Name: n, Key: ccKeys[r.IntN(len(ccKeys))], Count: float64(1 + r.IntN(3))}
+		return Request{Name: n, Key: stressKeys[r.IntN(len(stressKeys))], Count: float64(1 + r.IntN(3))}
 	}
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -151,16 +118,16 @@ func ccStress(t *testing.T, l *Limiter, workers, iters int, led *ccLedger, seed 
 			r := rand.New(rand.NewPCG(seed, uint64(w)))
 			var out []Decision
 			for range iters {
-				ctx, cancel := ccCtx(r)
+				ctx, cancel := randomCtx(r)
 				switch r.IntN(5) {
 				case 0:
 					req := pick(r)
 					st, err := l.Limit(ctx, req)
 					switch {
 					case err == nil && st.OK:
-						led.add(led.acked, req, ccCount(req))
-					case ccIsCtx(err):
-						led.add(led.maybe, req, ccCount(req))
+						led.add(led.acked, req, countOf(req))
+					case isCtxErr(err):
+						led.add(led.maybe, req, countOf(req))
 					case err != nil:
 						t.Errorf("Limit %+v: %v", req, err)
 					}
@@ -178,12 +145,12 @@ func ccStress(t *testing.T, l *Limiter, workers, iters int, led *ccLedger, seed 
 					switch {
 					case err == nil && st.OK:
 						for _, q := range rs {
-							led.add(led.acked, q, ccCount(q))
+							led.add(led.acked, q, countOf(q))
 						}
 					case err == nil:
-					case ccIsCtx(err):
+					case isCtxErr(err):
 						for _, q := range rs {
-							led.add(led.maybe, q, ccCount(q))
+							led.add(led.maybe, q, countOf(q))
 						}
 					case errors.Is(err, ErrInvalidCount): // repeats that never fit
 					default:
@@ -221,23 +188,23 @@ func ccStress(t *testing.T, l *Limiter, workers, iters int, led *ccLedger, seed 
 								t.Errorf("LimitMany invalid %d: %+v", i, d)
 							}
 						case d.Err == nil && d.OK:
-							led.add(led.acked, q, ccCount(q))
+							led.add(led.acked, q, countOf(q))
 						case d.Err == nil:
-						case ccIsCtx(d.Err):
-							led.add(led.maybe, q, ccCount(q))
+						case isCtxErr(d.Err):
+							led.add(led.maybe, q, countOf(q))
 						default:
 							t.Errorf("LimitMany %d: %v", i, d.Err)
 						}
 					}
 				case 3:
 					req := pick(r)
-					if _, err := l.Check(ctx, req); err != nil && !ccIsCtx(err) {
+					if _, err := l.Check(ctx, req); err != nil && !isCtxErr(err) {
 						t.Errorf("Check: %v", err)
 					}
 				default:
 					req := pick(r)
 					v, err := l.Value(ctx, req.Name, req.Key)
-					if err != nil && !ccIsCtx(err) {
+					if err != nil && !isCtxErr(err) {
 						t.Errorf("Value: %v", err)
 					} else if err == nil && v.Value < -1e-9 {
 						t.Errorf("Value %s/%q = %v: over-admitted", req.Name, req.Key, v.Value)
@@ -247,13 +214,11 @@ func ccStress(t *testing.T, l *Limiter, workers, iters int, led *ccLedger, seed 
 			}
 		}()
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	ccWaitDone(t, done, "the stress workers")
+	waitDone(t, wgDone(&wg), "the stress workers")
 }
 
-// ccCheckLedger compares every bucket's loss with the ledger.
-func ccCheckLedger(t *testing.T, l *Limiter, led *ccLedger, durable bool) {
+// checkLedger compares every bucket's loss with the ledger.
+func checkLedger(t *testing.T, l *Limiter, led *ledger, durable bool) {
 	t.Helper()
 	var a, m float64
 	for _, v := range led.acked {
@@ -263,13 +228,13 @@ func ccCheckLedger(t *testing.T, l *Limiter, led *ccLedger, durable bool) {
 		m += v
 	}
 	t.Logf("acknowledged %v tokens, %v more asked by callers who gave up", a, m)
-	for name, cfg := range ccLimits {
-		for _, key := range ccKeys {
+	for name, cfg := range stressLimits {
+		for _, key := range stressKeys {
 			v, err := l.Value(context.Background(), name, key)
 			if err != nil {
 				t.Fatalf("Value: %v", err)
 			}
-			ref := ccRef{name, key}
+			ref := bucketRef{name, key}
 			spent := cfg.Capacity - v.Value
 			a, m := led.acked[ref], led.maybe[ref]
 			const eps = 1e-9
@@ -283,18 +248,21 @@ func ccCheckLedger(t *testing.T, l *Limiter, led *ccLedger, durable bool) {
 	}
 }
 
+// The stress workers with random cancellation, snapshots (durable) and
+// gentle sweeps throughout, on 2, 5 and 8 partitions: every bucket matches
+// the ledger, and again after reopening.
 func TestConcurrencyStressMixedCancel(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
 			for round := range 3 {
-				clk := ratelimittest.NewClock(ccT0)
+				clk := newClock()
 				path := ""
 				if durable {
 					path = filepath.Join(t.TempDir(), "rl.db")
 				}
-				opts := Options{Path: path, Now: clk.Now, Limits: ccLimits, Partitions: 2 + 3*round}
-				l := ccOpen(t, opts)
-				led := ccNewLedger()
+				opts := Options{Path: path, Now: clk.Now, Limits: stressLimits, Partitions: 2 + 3*round}
+				l := open(t, opts)
+				led := newLedger()
 				stop, janitor := make(chan struct{}), make(chan struct{})
 				go func() { // snapshots (durable) and gentle sweeps throughout
 					defer close(janitor)
@@ -312,16 +280,16 @@ func TestConcurrencyStressMixedCancel(t *testing.T) {
 						runtime.Gosched()
 					}
 				}()
-				ccStress(t, l, 16, 300, led, uint64(round))
+				stress(t, l, 16, 300, led, uint64(round))
 				close(stop)
-				ccWaitDone(t, janitor, "the janitor")
-				ccCheckLedger(t, l, led, durable)
+				waitDone(t, janitor, "the janitor")
+				checkLedger(t, l, led, durable)
 				if err := l.Close(); err != nil {
 					t.Fatal(err)
 				}
 				if durable {
-					l = ccOpen(t, opts)
-					ccCheckLedger(t, l, led, true)
+					l = open(t, opts)
+					checkLedger(t, l, led, true)
 					l.Close()
 				}
 			}
@@ -335,26 +303,25 @@ func TestConcurrencyStressMixedCancel(t *testing.T) {
 func TestConcurrencyMovingClockNeverOverAdmits(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
-			clk := ratelimittest.NewClock(ccT0)
+			clk := newClock()
 			limits := map[string]Config{
 				"tb": {Kind: TokenBucket, Rate: 10, Period: time.Second, Capacity: 10},
 				"ts": {Kind: TokenBucket, Rate: 12, Period: time.Second, Capacity: 12, Shards: 3},
 				"t2": {Kind: TokenBucket, Rate: 8, Period: time.Second, Capacity: 8, Shards: 2},
-				"fw": {Kind: FixedWindow, Rate: 10, Period: 100 * time.Millisecond, Capacity: 10, Start: ccT0},
+				"fw": {Kind: FixedWindow, Rate: 10, Period: 100 * time.Millisecond, Capacity: 10, Start: t0},
 			}
 			path := ""
 			if durable {
 				path = filepath.Join(t.TempDir(), "rl.db")
 			}
-			l := ccOpen(t, Options{Path: path, Now: clk.Now, Limits: limits, Partitions: 5})
-			defer l.Close()
+			l := open(t, Options{Path: path, Now: clk.Now, Limits: limits, Partitions: 5})
 			names := []string{"tb", "ts", "t2", "fw"}
 			keys := []string{"x", "y"}
 			var mu sync.Mutex
-			granted := map[ccRef]float64{}
+			granted := map[bucketRef]float64{}
 			add := func(r Request) {
 				mu.Lock()
-				granted[ccRef{r.Name, r.Key}] += ccCount(r)
+				granted[bucketRef{r.Name, r.Key}] += countOf(r)
 				mu.Unlock()
 			}
 			stop := make(chan struct{})
@@ -434,9 +401,7 @@ func TestConcurrencyMovingClockNeverOverAdmits(t *testing.T) {
 					}
 				}()
 			}
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			ccWaitDone(t, done, "workers")
+			waitDone(t, wgDone(&wg), "workers")
 			close(stop)
 			moved.Wait()
 			elapsed := clk.Now().Sub(start)
@@ -450,62 +415,13 @@ func TestConcurrencyMovingClockNeverOverAdmits(t *testing.T) {
 					bound = cfg.Capacity + cfg.Rate*windows
 				}
 				for _, k := range keys {
-					g := granted[ccRef{n, k}]
+					g := granted[bucketRef{n, k}]
 					if g > bound+1e-6 {
 						t.Errorf("%s/%s: granted %v over %v, bound %v: over-admitted", n, k, g, elapsed, bound)
 					} else {
 						t.Logf("%s/%s: granted %v over %v, bound %v", n, k, g, elapsed, bound)
 					}
 				}
-			}
-		})
-	}
-}
-
-// A bucket dropped as full (a sweep, here the memory-mode Snapshot; a
-// credit that fills it does the same) at a later clock reading came back
-// fresh, with an earlier ts, when the clock then stepped back: the refill
-// between the two readings was counted twice. SEMANTICS: a clock going
-// back mints nothing, and over any span granted <= capacity + rate *
-// elapsed. A partition now holds a clock that went back at its latest
-// reading.
-func TestClockBackAfterDropMintsNothing(t *testing.T) {
-	ctx := context.Background()
-	for _, drop := range []string{"sweep", "credit"} {
-		t.Run(drop, func(t *testing.T) {
-			clk := ratelimittest.NewClock(ccT0)
-			l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{
-				"t": {Kind: TokenBucket, Rate: 10, Period: time.Minute}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			granted := 0.0
-			take := func() {
-				st, err := l.Limit(ctx, Request{Name: "t", Count: 10})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if st.OK {
-					granted += 10
-				}
-			}
-			take() // t0: 10 granted, bucket empty
-			clk.Set(ccT0.Add(60 * time.Second))
-			if drop == "sweep" {
-				if err := l.Snapshot(); err != nil { // full again: dropped
-					t.Fatal(err)
-				}
-			} else if err := l.Credit(ctx, "t", "", 1); err != nil { // capped: full, dropped
-				t.Fatal(err)
-			}
-			clk.Set(ccT0.Add(1 * time.Second)) // the clock steps back
-			take()
-			clk.Set(ccT0.Add(61 * time.Second))
-			take()
-			bound := 10 + 10*61.0/60 // capacity + rate * elapsed over [t0, t0+61s]
-			if granted > bound {
-				t.Errorf("granted %v tokens within [t0, t0+61s] of clock time, bound %.2f: a clock step back minted tokens", granted, bound)
 			}
 		})
 	}
@@ -524,10 +440,10 @@ func TestConcurrencyCloseRacingExactDurable(t *testing.T) {
 	}
 	for round := range rounds {
 		path := filepath.Join(t.TempDir(), "rl.db")
-		clk := ratelimittest.NewClock(ccT0)
-		opts := Options{Path: path, Now: clk.Now, Limits: ccLimits, Partitions: 3 + round}
-		l := ccOpen(t, opts)
-		led := ccNewLedger()
+		clk := newClock()
+		opts := Options{Path: path, Now: clk.Now, Limits: stressLimits, Partitions: 3 + round}
+		l := open(t, opts)
+		led := newLedger()
 		names := []string{"u", "f", "s", "s2", "fs"}
 		var ops atomic.Int64
 		var wg sync.WaitGroup
@@ -537,7 +453,7 @@ func TestConcurrencyCloseRacingExactDurable(t *testing.T) {
 				defer wg.Done()
 				r := rand.New(rand.NewPCG(uint64(round), uint64(w)))
 				pick := func() Request {
-					return Request{Name: names[r.IntN(len(names))], Key: ccKeys[r.IntN(len(ccKeys))], Count: float64(1 + r.IntN(2))}
+					return Request{Name: names[r.IntN(len(names))], Key: stressKeys[r.IntN(len(stressKeys))], Count: float64(1 + r.IntN(2))}
 				}
 				var out []Decision
 				for {
@@ -549,7 +465,7 @@ func TestConcurrencyCloseRacingExactDurable(t *testing.T) {
 						st, err := l.Limit(context.Background(), q)
 						switch {
 						case err == nil && st.OK:
-							led.add(led.acked, q, ccCount(q))
+							led.add(led.acked, q, countOf(q))
 						case errors.Is(err, ErrClosed):
 							closed = true
 						case err != nil:
@@ -564,7 +480,7 @@ func TestConcurrencyCloseRacingExactDurable(t *testing.T) {
 						switch {
 						case err == nil && st.OK:
 							for _, q := range rs {
-								led.add(led.acked, q, ccCount(q))
+								led.add(led.acked, q, countOf(q))
 							}
 						case errors.Is(err, ErrClosed):
 							closed = true
@@ -584,7 +500,7 @@ func TestConcurrencyCloseRacingExactDurable(t *testing.T) {
 									t.Errorf("LimitMany: unknown limit granted")
 								}
 							case d.Err == nil && d.OK:
-								led.add(led.acked, rs[i], ccCount(rs[i]))
+								led.add(led.acked, rs[i], countOf(rs[i]))
 							case errors.Is(d.Err, ErrClosed):
 								closed = true
 							case d.Err != nil:
@@ -599,7 +515,7 @@ func TestConcurrencyCloseRacingExactDurable(t *testing.T) {
 				}
 			}()
 		}
-		for deadline := time.Now().Add(ccHang); ops.Load() < int64(200+100*round); {
+		for deadline := time.Now().Add(hangTimeout); ops.Load() < int64(200+100*round); {
 			if time.Now().After(deadline) {
 				t.Fatal("workers made no progress")
 			}
@@ -608,17 +524,15 @@ func TestConcurrencyCloseRacingExactDurable(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		ccWaitDone(t, done, "workers after Close")
-		l = ccOpen(t, opts)
-		for name, cfg := range ccLimits {
-			for _, key := range ccKeys {
+		waitDone(t, wgDone(&wg), "workers after Close")
+		l = open(t, opts)
+		for name, cfg := range stressLimits {
+			for _, key := range stressKeys {
 				v, err := l.Value(context.Background(), name, key)
 				if err != nil {
 					t.Fatal(err)
 				}
-				spent, a := cfg.Capacity-v.Value, led.acked[ccRef{name, key}]
+				spent, a := cfg.Capacity-v.Value, led.acked[bucketRef{name, key}]
 				if diff := spent - a; diff > 1e-9 || diff < -1e-9 {
 					t.Errorf("round %d: %s/%q: after reopen spent %v, acknowledged %v", round, name, key, spent, a)
 				}
@@ -635,16 +549,16 @@ func TestConcurrencyCloseRacingExactDurable(t *testing.T) {
 func TestConcurrencyCreditResetRacingHolds(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
-			clk := ratelimittest.NewClock(ccT0)
+			clk := newClock()
 			path := ""
 			if durable {
 				path = filepath.Join(t.TempDir(), "rl.db")
 			}
-			opts := Options{Path: path, Now: clk.Now, Limits: ccLimits, Partitions: 4}
-			l := ccOpen(t, opts)
+			opts := Options{Path: path, Now: clk.Now, Limits: stressLimits, Partitions: 4}
+			l := open(t, opts)
 			names := []string{"u", "f", "s", "s2", "fs"}
 			inRange := func(name, key string, v float64) {
-				if c := ccLimits[name].Capacity; v < -1e-9 || v > c+1e-9 {
+				if c := stressLimits[name].Capacity; v < -1e-9 || v > c+1e-9 {
 					t.Errorf("%s/%q = %v outside [0, %v]", name, key, v, c)
 				}
 			}
@@ -655,10 +569,10 @@ func TestConcurrencyCreditResetRacingHolds(t *testing.T) {
 					defer wg.Done()
 					r := rand.New(rand.NewPCG(uint64(w), 77))
 					pick := func() Request {
-						return Request{Name: names[r.IntN(len(names))], Key: ccKeys[r.IntN(len(ccKeys))], Count: float64(1 + r.IntN(4))}
+						return Request{Name: names[r.IntN(len(names))], Key: stressKeys[r.IntN(len(stressKeys))], Count: float64(1 + r.IntN(4))}
 					}
 					for range 250 {
-						ctx, cancel := ccCtx(r)
+						ctx, cancel := randomCtx(r)
 						var err error
 						q := pick()
 						switch r.IntN(6) {
@@ -683,18 +597,16 @@ func TestConcurrencyCreditResetRacingHolds(t *testing.T) {
 							}
 						}
 						cancel()
-						if err != nil && !ccIsCtx(err) {
+						if err != nil && !isCtxErr(err) {
 							t.Errorf("op: %v", err)
 						}
 					}
 				}()
 			}
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			ccWaitDone(t, done, "workers")
+			waitDone(t, wgDone(&wg), "workers")
 			check := func() {
 				for _, n := range names {
-					for _, k := range ccKeys {
+					for _, k := range stressKeys {
 						v, err := l.Value(context.Background(), n, k)
 						if err != nil {
 							t.Fatal(err)
@@ -708,7 +620,7 @@ func TestConcurrencyCreditResetRacingHolds(t *testing.T) {
 				t.Fatal(err)
 			}
 			if durable {
-				l = ccOpen(t, opts)
+				l = open(t, opts)
 				check()
 				l.Close()
 			}
@@ -720,14 +632,13 @@ func TestConcurrencyCreditResetRacingHolds(t *testing.T) {
 // LimitAll and LimitMany): the granted total never exceeds capacity +
 // maxReserved, and no shard ever holds more debt than its share.
 func TestConcurrencyReservationsNeverExceedMaxReserved(t *testing.T) {
-	clk := ratelimittest.NewClock(ccT0)
+	clk := newClock()
 	limits := map[string]Config{
 		"r":  {Kind: TokenBucket, Rate: 10, Period: time.Hour, Capacity: 10, MaxReserved: 6},
 		"r2": {Kind: TokenBucket, Rate: 20, Period: time.Hour, Capacity: 20, MaxReserved: 10, Shards: 2},
-		"r3": {Kind: FixedWindow, Rate: 30, Period: 24 * time.Hour, Capacity: 30, MaxReserved: 9, Shards: 3, Start: ccT0},
+		"r3": {Kind: FixedWindow, Rate: 30, Period: 24 * time.Hour, Capacity: 30, MaxReserved: 9, Shards: 3, Start: t0},
 	}
-	l := ccOpen(t, Options{Now: clk.Now, Limits: limits, Partitions: 4})
-	defer l.Close()
+	l := open(t, Options{Now: clk.Now, Limits: limits, Partitions: 4})
 	names := []string{"r", "r2", "r3"}
 	var mu sync.Mutex
 	granted := map[string]float64{}
@@ -784,9 +695,7 @@ func TestConcurrencyReservationsNeverExceedMaxReserved(t *testing.T) {
 			}
 		}()
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	ccWaitDone(t, done, "workers")
+	waitDone(t, wgDone(&wg), "workers")
 	for _, n := range names {
 		cfg := limits[n]
 		if g := granted[n]; g > cfg.Capacity+cfg.MaxReserved+1e-9 {
@@ -802,5 +711,342 @@ func TestConcurrencyReservationsNeverExceedMaxReserved(t *testing.T) {
 		if spent := cfg.Capacity - v.Value; spent-granted[n] > 1e-9 || granted[n]-spent > 1e-9 {
 			t.Errorf("%s: spent %v, granted %v", n, spent, granted[n])
 		}
+	}
+}
+
+// 64 callers of Limit, LimitAll and LimitMany on shared buckets (sharded,
+// fixed window, reservations) and a reader checking no bucket is ever
+// below its floor: with a frozen clock each bucket ends at exactly its
+// capacity minus the acknowledged grants.
+func TestConcurrentExactAccounting(t *testing.T) {
+	limits := map[string]Config{
+		"tb":  withCap(tb(10, M), 600),
+		"fw":  withCap(fw(10, M, t0), 400),
+		"sh":  withCap(withShards(tb(10, M), 4), 800),
+		"sh2": withCap(withShards(fw(10, M, time.Time{}), 2), 300),
+		"rs":  withMaxRes(withCap(tb(10, M), 200), 150),
+	}
+	buckets := []bucketRef{
+		{"tb", ""}, {"tb", "k1"}, {"fw", ""}, {"fw", "k1"}, {"sh", ""}, {"sh", "k1"}, {"sh2", "k2"}, {"rs", ""},
+	}
+	capOf := func(name string) float64 { return limits[name].Capacity }
+	clk := newClock()
+	l := open(t, Options{Limits: limits, Now: clk.Now, Partitions: 4})
+
+	const G = 64
+	const opsPer = 300
+	grants := make([][]float64, G) // per goroutine, per bucket
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var readerErr atomic.Value
+	// a reader that asserts no bucket is ever over-admitted while running
+	var rwg sync.WaitGroup
+	rwg.Add(1)
+	go func() {
+		defer rwg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, b := range buckets {
+				v, err := l.Value(bg, b.name, b.key)
+				if err != nil {
+					readerErr.Store(fmt.Sprintf("Value(%s/%s): %v", b.name, b.key, err))
+					return
+				}
+				floor := -limits[b.name].MaxReserved
+				if v.Value < floor {
+					readerErr.Store(fmt.Sprintf("Value(%s/%s) = %v below %v: over-admitted", b.name, b.key, v.Value, floor))
+					return
+				}
+				if _, err := l.Check(bg, Request{Name: b.name, Key: b.key, Count: 1}); err != nil {
+					readerErr.Store(fmt.Sprintf("Check: %v", err))
+					return
+				}
+			}
+		}
+	}()
+	for g := 0; g < G; g++ {
+		grants[g] = make([]float64, len(buckets))
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 99))
+			mine := grants[g]
+			pick := func() (int, Request) {
+				i := rng.IntN(len(buckets))
+				b := buckets[i]
+				r := Request{Name: b.name, Key: b.key, Count: float64(1 + rng.IntN(4))}
+				if b.name == "rs" && rng.IntN(2) == 0 {
+					r.Reserve = true
+				}
+				return i, r
+			}
+			var out []Decision
+			for op := 0; op < opsPer; op++ {
+				switch rng.IntN(3) {
+				case 0:
+					i, r := pick()
+					st, err := l.Limit(bg, r)
+					if err != nil {
+						t.Errorf("Limit(%s): %v", reqString(r), err)
+						return
+					}
+					if st.OK {
+						mine[i] += r.Count
+					}
+				case 1:
+					n := 2 + rng.IntN(3)
+					idx := make([]int, 0, n)
+					rs := make([]Request, 0, n)
+					seen := map[int]bool{}
+					for len(rs) < n {
+						i, r := pick()
+						if seen[i] {
+							continue
+						}
+						seen[i] = true
+						idx = append(idx, i)
+						rs = append(rs, r)
+					}
+					st, err := l.LimitAll(bg, rs...)
+					if err != nil {
+						t.Errorf("LimitAll: %v", err)
+						return
+					}
+					if st.OK {
+						for j, i := range idx {
+							mine[i] += rs[j].Count
+						}
+					}
+				default:
+					n := 1 + rng.IntN(4)
+					idx := make([]int, n)
+					rs := make([]Request, n)
+					for j := range rs {
+						idx[j], rs[j] = pick()
+					}
+					out = l.LimitMany(bg, rs, out)
+					if len(out) != n {
+						t.Errorf("LimitMany returned %d for %d", len(out), n)
+						return
+					}
+					for j, d := range out {
+						if d.Err != nil {
+							t.Errorf("LimitMany: %v", d.Err)
+							return
+						}
+						if d.OK {
+							mine[idx[j]] += rs[j].Count
+						}
+					}
+				}
+			}
+		}(g)
+	}
+	waitDone(t, wgDone(&wg), "concurrent Limit, LimitAll and LimitMany callers (deadlock?)")
+	close(stop)
+	rwg.Wait()
+	if s, ok := readerErr.Load().(string); ok {
+		t.Error(s)
+	}
+	for i, b := range buckets {
+		sum := 0.0
+		for g := 0; g < G; g++ {
+			sum += grants[g][i]
+		}
+		bound := capOf(b.name) + limits[b.name].MaxReserved
+		if sum > bound {
+			t.Errorf("%s/%q: granted %v, bound %v: over-admitted", b.name, b.key, sum, bound)
+		}
+		v := value(t, l, b.name, b.key)
+		if v.Value != capOf(b.name)-sum {
+			t.Errorf("%s/%q: Value = %v, want capacity %v - acknowledged grants %v = %v",
+				b.name, b.key, v.Value, capOf(b.name), sum, capOf(b.name)-sum)
+		}
+		if sum == 0 {
+			t.Errorf("%s/%q: nothing granted at all", b.name, b.key)
+		}
+	}
+}
+
+// A canceled caller must never block the limiter for the others.
+func TestCancelUnderLoad(t *testing.T) {
+	clk := newClock()
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"a": withCap(tb(1, H), 1e9), "s": withCap(withShards(tb(1, H), 4), 1e9)}})
+	var wg sync.WaitGroup
+	var grantedA, grantedS atomic.Int64
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				ctx, cancel := context.WithCancel(bg)
+				if i%2 == 0 {
+					cancel()
+				}
+				st, err := l.LimitAll(ctx, Request{Name: "a", Key: "k"}, Request{Name: "s", Key: "k"})
+				cancel()
+				if err == nil && st.OK {
+					grantedA.Add(1)
+					grantedS.Add(1)
+				} else if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("unexpected error %v", err)
+				}
+				st, err = l.Limit(ctx, Request{Name: "a", Key: "k"}) // ctx is canceled now
+				if err == nil || st.OK {
+					t.Errorf("Limit with a canceled context = %+v, %v", st, err)
+				}
+			}
+		}(g)
+	}
+	waitDone(t, wgDone(&wg), "the callers (a canceled caller blocking the others?)")
+	// Grants acknowledged to callers must be counted; a caller whose context
+	// ended while waiting may have been told "error" for a grant that was
+	// still made (conservative), so the value may be lower, never higher.
+	va := value(t, l, "a", "k").Value
+	if want := 1e9 - float64(grantedA.Load()); va > want {
+		t.Errorf("a: Value %v > capacity - acknowledged grants %v", va, want)
+	}
+	vs := value(t, l, "s", "k").Value
+	if want := 1e9 - float64(grantedS.Load()); vs > want {
+		t.Errorf("s: Value %v > capacity - acknowledged grants %v", vs, want)
+	}
+	if st := limit(t, l, Request{Name: "a", Key: "k"}); !st.OK {
+		t.Errorf("limiter unusable after canceled callers: %+v", st)
+	}
+}
+
+// Close while callers run Limit, LimitAll and LimitMany: Close succeeds,
+// every later call of a caller is ErrClosed (never a grant), no caller
+// hangs.
+func TestCloseWhileBusy(t *testing.T) {
+	clk := newClock()
+	l := open(t, Options{Limits: map[string]Config{"a": tb(1e6, M), "s": withShards(tb(1e6, M), 4)}, Now: clk.Now})
+	var ops atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			closed := false
+			for i := 0; i < 100000; i++ {
+				var err error
+				var st Status
+				switch i % 3 {
+				case 0:
+					st, err = l.Limit(bg, Request{Name: "a", Key: fmt.Sprint(g % 4)})
+				case 1:
+					st, err = l.LimitAll(bg, Request{Name: "a", Key: "x"}, Request{Name: "s", Key: fmt.Sprint(i % 5)})
+				default:
+					ds := l.LimitMany(bg, []Request{{Name: "s", Key: "y"}}, nil)
+					st, err = ds[0].Status, ds[0].Err
+				}
+				ops.Add(1)
+				if err != nil {
+					if !errors.Is(err, ErrClosed) {
+						t.Errorf("unexpected error %v", err)
+						return
+					}
+					closed = true
+					if st.OK {
+						t.Errorf("OK with ErrClosed")
+					}
+				} else if closed {
+					t.Errorf("a call succeeded after an earlier call saw ErrClosed")
+					return
+				}
+				if closed && i > 0 && i%50 == 0 {
+					return
+				}
+			}
+		}(g)
+	}
+	for deadline := time.Now().Add(hangTimeout); ops.Load() < 2000; {
+		if time.Now().After(deadline) {
+			t.Fatal("callers made no progress")
+		}
+		runtime.Gosched()
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("Close while busy: %v", err)
+	}
+	waitDone(t, wgDone(&wg), "the callers after Close")
+}
+
+// Every method concurrently with Close: no panic, no hang, only nil or
+// ErrClosed; after Close everything is ErrClosed (Stats still works).
+func TestEverythingConcurrentWithClose(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		clk := newClock()
+		sh := tb(1e6, time.Minute)
+		sh.Shards = 4
+		dir := ""
+		if round%2 == 1 {
+			dir = filepath.Join(t.TempDir(), "rl.db")
+		}
+		l := open(t, Options{Path: dir, Now: clk.Now, Limits: map[string]Config{"a": tb(1e6, time.Minute), "sh": sh}})
+		ctx := context.Background()
+		inline := fw(1e6, time.Minute, time.Time{})
+		var wg sync.WaitGroup
+		errc := make(chan error, 1000)
+		start := make(chan struct{})
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				<-start
+				for i := 0; i < 200; i++ {
+					var err error
+					key := fmt.Sprint(i % 7)
+					switch (g + i) % 9 {
+					case 0:
+						_, err = l.Limit(ctx, Request{Name: "a", Key: key})
+					case 1:
+						_, err = l.Check(ctx, Request{Name: "sh", Key: key})
+					case 2:
+						err = l.Reset(ctx, "sh", key)
+					case 3:
+						_, err = l.Value(ctx, "sh", key)
+					case 4:
+						err = l.Credit(ctx, "sh", key, 3)
+					case 5:
+						_, err = l.LimitAll(ctx, Request{Name: "a", Key: key}, Request{Name: "sh", Key: key}, Request{Name: "i", Key: key, Config: &inline})
+					case 6:
+						ds := l.LimitMany(ctx, []Request{{Name: "sh", Key: key}, {Name: "a", Key: key}}, nil)
+						err = errors.Join(ds[0].Err, ds[1].Err)
+					case 7:
+						err = l.Snapshot()
+					default:
+						_ = l.Stats()
+						err = l.Credit(ctx, "a", key, 1)
+					}
+					if err != nil && !errors.Is(err, ErrClosed) {
+						select {
+						case errc <- err:
+						default:
+						}
+					}
+				}
+			}(g)
+		}
+		close(start)
+		if err := l.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Errorf("round %d: error other than ErrClosed: %v", round, err)
+		}
+		if err := l.Credit(ctx, "a", "k", 1); !errors.Is(err, ErrClosed) {
+			t.Errorf("Credit after Close: %v", err)
+		}
+		if err := l.Snapshot(); !errors.Is(err, ErrClosed) {
+			t.Errorf("Snapshot after Close: %v", err)
+		}
+		_ = l.Stats()
 	}
 }

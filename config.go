@@ -40,7 +40,7 @@ const MaxKeyLen = 1 << 20
 // Period must be set. Open (or the first request carrying it inline)
 // rejects a Config that breaks a rule below with ErrInvalidConfig.
 type Config struct {
-	Kind   Kind
+	Kind   Kind          // TokenBucket or FixedWindow
 	Rate   float64       // tokens added per Period; > 0, finite
 	Period time.Duration // > 0
 	// Capacity is the most tokens a bucket holds (the burst); 0 means Rate.

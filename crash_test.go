@@ -1,5 +1,16 @@
 package ratelimit
 
+// Crash tests: a child process (this test binary, re-executed) works under
+// concurrency and prints each acknowledgement; the parent kills it with
+// SIGKILL at a random moment, several rounds on the same file, and after
+// each round checks that everything acknowledged is still counted, and
+// nothing beyond what was in flight. The clock is frozen, so a bucket's
+// value is exactly capacity minus what was granted (plus what was
+// credited). TestCrashRecovery grants (LimitAll and large LimitMany
+// batches among them); TestRecoveryCrashRecoveryCreditsAndResets credits
+// (sharded credits cross partitions) and runs sequential grant/reset
+// workers, with snapshots under load.
+
 import (
 	"bufio"
 	"context"
@@ -16,13 +27,6 @@ import (
 	"time"
 )
 
-// The crash test: a child process (this test binary, re-executed) grants
-// under concurrency and prints each acknowledged grant; the parent kills it
-// with SIGKILL at a random moment, several rounds on the same file, and
-// after each round checks that every acknowledged grant is still counted,
-// and nothing beyond what was in flight. The clock is frozen, so a bucket's
-// value is exactly capacity minus what was granted.
-
 const (
 	crashChildEnv = "RATELIMIT_CRASH_CHILD"
 	crashWorkers  = 48
@@ -36,11 +40,12 @@ const (
 
 var crashKeys = []string{"a", "b", "c", "d"}
 
+// crashOptions are the child's and the parent's options: a frozen clock
+// and no background work.
 func crashOptions(path string) Options {
-	t0 := time.Unix(1_700_000_000, 0)
 	return Options{
 		Path: path,
-		Now:  func() time.Time { return t0 },
+		Now:  newClock().Now,
 		Limits: map[string]Config{
 			"key":    {Kind: TokenBucket, Rate: crashCap, Period: time.Hour},
 			"global": {Kind: TokenBucket, Rate: crashCap, Period: time.Hour, Shards: 4},
@@ -175,6 +180,8 @@ func waitKilled(t *testing.T, round int, cmd *exec.Cmd) {
 	}
 }
 
+// After every round each bucket counts every acknowledged grant, and
+// nothing beyond what was in flight.
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test skipped in -short mode")
@@ -231,7 +238,7 @@ func TestCrashRecovery(t *testing.T) {
 		// token from each LimitMany worker.
 		many := (crashWorkers + crashManyEvery - 1) / crashManyEvery
 		check := func(name, key string, slack float64) {
-			v := mustValue(t, l, name, key)
+			v := value(t, l, name, key).Value
 			used := crashCap - v
 			want := acked[name+"/"+key]
 			if used < want {
@@ -254,5 +261,175 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		t.Logf("round %d: killed %v after its first acknowledgement, %d acknowledged grant lines so far; global %v, key/a %v, key/m0000 %v tokens",
 			round, killAfter, lines, acked["global/"], acked["key/a"], acked["key/m0000"])
+	}
+}
+
+// The crash test with credits (sharded ones cross partitions) and
+// sequential grant/reset workers.
+const (
+	creditCrashEnv     = "RATELIMIT_CREDIT_CRASH_CHILD"
+	creditCrashWorkers = 16
+	creditCrashCap     = 1e12
+)
+
+var creditCrashKeys = []string{"a", "b", "c", "d"}
+
+// creditCrashOptions are crashOptions over more partitions.
+func creditCrashOptions(path string) Options {
+	o := crashOptions(path)
+	o.Partitions = 8
+	return o
+}
+
+// TestRecoveryCrashChild is the child's body of
+// TestRecoveryCrashRecoveryCreditsAndResets; it does nothing unless
+// re-executed.
+func TestRecoveryCrashChild(t *testing.T) {
+	path := os.Getenv(creditCrashEnv)
+	if path == "" {
+		t.Skip("run by TestRecoveryCrashRecoveryCreditsAndResets")
+	}
+	l, err := Open(creditCrashOptions(path))
+	if err != nil {
+		fmt.Println("open-error", err)
+		os.Exit(3)
+	}
+	var out sync.Mutex
+	w := bufio.NewWriter(os.Stdout)
+	report := func(line string) {
+		out.Lock()
+		w.WriteString(line)
+		w.WriteByte('\n')
+		w.Flush()
+		out.Unlock()
+	}
+	go func() {
+		for {
+			time.Sleep(10 * time.Millisecond) // the child's own pacing, not a test wait
+			l.Snapshot()
+		}
+	}()
+	report("ready")
+	for i := 0; i < creditCrashWorkers; i++ {
+		go func(i int) {
+			r := rand.New(rand.NewPCG(uint64(i), uint64(os.Getpid())))
+			for {
+				key := creditCrashKeys[r.IntN(len(creditCrashKeys))]
+				n := float64(1 + r.IntN(3))
+				name, rkey := "key", key
+				if r.IntN(2) == 0 {
+					name, rkey = "global", ""
+				}
+				if s, err := l.Limit(bg, Request{Name: name, Key: rkey, Count: n}); err == nil && s.OK {
+					report(fmt.Sprintf("grant %s/%s %v", name, rkey, n))
+					if r.IntN(2) == 0 {
+						if err := l.Credit(bg, name, rkey, n); err == nil {
+							report(fmt.Sprintf("credit %s/%s %v", name, rkey, n))
+						}
+					}
+				}
+			}
+		}(i)
+	}
+	for i := range creditCrashKeys {
+		go func(i int) { // sequential: grant, grant, ..., reset
+			key := "r" + strconv.Itoa(i)
+			for j := 0; ; j++ {
+				if j%5 == 4 {
+					if err := l.Reset(bg, "key", key); err == nil {
+						report(fmt.Sprintf("reset key/%s 0", key))
+					}
+					continue
+				}
+				if s, err := l.Limit(bg, Request{Name: "key", Key: key, Count: 2}); err == nil && s.OK {
+					report(fmt.Sprintf("grant key/%s 2", key))
+				}
+			}
+		}(i)
+	}
+	select {}
+}
+
+// After every round each bucket holds its acknowledged grants minus its
+// acknowledged credits, within what was in flight; for the reset keys an
+// acknowledged reset is never undone and the grants after it are kept.
+func TestRecoveryCrashRecoveryCreditsAndResets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test skipped in -short mode")
+	}
+	path := filepath.Join(t.TempDir(), "crash.db")
+	used := map[string]float64{} // observed at the last reopen, then acknowledged since
+	for round := 0; round < 4; round++ {
+		cmd, sc := startCrashChild(t, round, "TestRecoveryCrashChild", creditCrashEnv, path)
+		kill := func() { cmd.Process.Signal(syscall.SIGKILL) }
+		killAfter := time.Duration(100+rand.IntN(400)) * time.Millisecond
+		timer := time.AfterFunc(time.Minute, kill)
+		lines := 0
+		acked := map[string]float64{}
+		resetSeen := map[string]bool{}
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) != 3 {
+				continue
+			}
+			n, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				continue
+			}
+			if lines++; lines == 1 {
+				timer.Stop()
+				timer = time.AfterFunc(killAfter, kill)
+			}
+			switch f[0] {
+			case "grant":
+				acked[f[1]] += n
+			case "credit":
+				acked[f[1]] -= n
+			case "reset":
+				acked[f[1]] = 0
+				resetSeen[f[1]] = true
+			}
+		}
+		timer.Stop()
+		waitKilled(t, round, cmd)
+		l, err := Open(creditCrashOptions(path))
+		if err != nil {
+			t.Fatalf("round %d: reopen: %v", round, err)
+		}
+		const flight = creditCrashWorkers * 3 // one op of at most 3 per worker
+		check := func(nk string, lo, hi float64) {
+			name, key, _ := cutRef(nk)
+			got := creditCrashCap - value(t, l, name, key).Value
+			if got < lo-1e-3 || got > hi+1e-3 {
+				t.Errorf("round %d: %s counts %v used, want within [%v, %v]", round, nk, got, lo, hi)
+			}
+			used[nk] = got
+		}
+		for _, k := range creditCrashKeys {
+			nk := "key/" + k
+			want := used[nk] + acked[nk]
+			check(nk, want-flight, want+flight)
+		}
+		check("global/", used["global/"]+acked["global/"]-flight, used["global/"]+acked["global/"]+flight)
+		for i := range creditCrashKeys {
+			nk := "key/r" + strconv.Itoa(i)
+			base := used[nk]
+			if resetSeen[nk] {
+				base = 0
+			}
+			want := base + acked[nk]
+			name, key, _ := cutRef(nk)
+			got := creditCrashCap - value(t, l, name, key).Value
+			// Exactly the acknowledged state, or one op more: a grant of 2
+			// or a reset in flight.
+			if got != want && got != want+2 && got != 0 {
+				t.Errorf("round %d: %s counts %v used, acknowledged %v (reset seen %v)", round, nk, got, want, resetSeen[nk])
+			}
+			used[nk] = got
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: %d lines, killed after %v", round, lines, killAfter)
 	}
 }

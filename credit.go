@@ -12,12 +12,13 @@ import (
 // cancelled, an LLM call that used fewer tokens than estimated. The bucket
 // is capped at its capacity. For a sharded limit the credit is spread so
 // that the emptiest shards are filled first (as they stood when Credit
-// read them: a request racing with it may make another shard emptier).
+// read them: a request racing with it may make another shard emptier),
+// and the limit gets all of count unless its shards fill up.
 // Like a grant, a credit is durable before Credit returns. ctx is only
 // checked before the credit is sent: once sent, Credit waits for its
 // outcome, so an error means nothing was credited (unless the log failed
-// part way through a sharded credit spread over partitions) and the
-// caller may retry.
+// or the limiter closed part way through a sharded credit spread over
+// partitions) and the caller may retry.
 func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) error {
 	if err := l.usable(ctx); err != nil {
 		return err
@@ -35,21 +36,57 @@ func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) e
 	if count == 0 {
 		return nil
 	}
+	if d.shards > 1 {
+		return l.creditShards(d, key, count)
+	}
 	c := actor.NewCall()
 	defer c.Release()
-	if d.shards == 1 {
-		l.addMember(c, d, key, actor.OpCredit, count, false)
-	} else if err := l.spreadCredit(c, d, key, count); err != nil {
-		return err
-	}
-	// Once sent, a credit is waited for even if ctx ends (Decide gets a
-	// context that cannot end): a credit is not idempotent, so a caller
-	// told it failed must be able to retry it without giving the tokens
-	// back twice.
+	l.addMember(c, d, key, actor.OpCredit, count, false)
+	return l.decideCredit(c)
+}
+
+// decideCredit sends c's credit members and waits for their outcome.
+// Once sent, a credit is waited for even if the caller's ctx ends (Decide
+// gets a context that cannot end): a credit is not idempotent, so a caller
+// told it failed must be able to retry it without giving the tokens back
+// twice.
+func (l *Limiter) decideCredit(c *actor.Call) error {
 	if _, err := l.store.Decide(context.Background(), c); err != nil {
 		return err // cannot happen: the context never ends
 	}
 	return l.itemErr(c.FirstErr())
+}
+
+// maxSpreads bounds the rounds of a sharded credit: each round spreads
+// what the shards' caps refused in the previous one (a racing credit
+// filled a shard first), so only a storm of racing credits needs more
+// than two.
+const maxSpreads = 8
+
+// creditShards credits count tokens to the shards of (d, key), spread by
+// spreadCredit; what a shard's cap refuses because a racing credit filled
+// it after it was read is spread again over the shards that still have
+// room, so the limit as a whole gets all of count, capped only at its
+// total capacity.
+func (l *Limiter) creditShards(d *limitDef, key string, count float64) error {
+	for range maxSpreads {
+		c := actor.NewCall()
+		err := l.spreadCredit(c, d, key, count)
+		if err == nil && len(c.Members) > 0 {
+			err = l.decideCredit(c)
+		}
+		spill := 0.0
+		for i := range c.Members {
+			spill += c.Members[i].Spill
+		}
+		empty := len(c.Members) == 0
+		c.Release()
+		if err != nil || empty || spill <= d.perShard.Capacity*1e-12 { // rounding, not a race
+			return err
+		}
+		count = spill
+	}
+	return nil
 }
 
 // spreadCredit adds to c one credit member per shard of (d, key) that
@@ -69,13 +106,12 @@ func (l *Limiter) spreadCredit(c *actor.Call, d *limitDef, key string, count flo
 	for i := range read.Items {
 		values[i] = d.perShard.Project(read.Items[i].State, read.Now).Value
 	}
-	h := hashKey(d, key)
+	h := l.hashKey(d, key)
 	for i, amount := range fillEmptiest(values, d.perShard.Capacity, count) {
 		if amount > 0 {
 			m := int32(len(c.Members))
-			item := l.item(d, key, h, read.Items[i].ID.Shard)
 			c.Members = append(c.Members, actor.Member{Op: actor.OpCredit, Count: amount, Second: -1, Def: d,
-				First: c.AddItem(item, m, false)})
+				First: l.addItem(c, d, key, h, read.Items[i].ID.Shard, m, false)})
 		}
 	}
 	return nil

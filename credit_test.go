@@ -1,40 +1,48 @@
 package ratelimit
 
+// Credit (tokens given back, water-filling over shards) and Jitter.
+
 import (
 	"context"
 	"errors"
 	"math"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
+// Credit gives tokens back, capped at capacity, reservations' debt
+// included; bad counts and unknown limits are refused; a credit is durable
+// like a grant.
 func TestCredit(t *testing.T) {
-	clk := newFakeClock()
+	clk := newClock()
 	ctx := context.Background()
-	l := openDurable(t, filepath.Join(t.TempDir(), "rl.db"), clk, nil)
-	mustLimit(t, l, Request{Name: "tb", Key: "u", Count: 8})
+	opts := Options{Path: filepath.Join(t.TempDir(), "rl.db"), Limits: durableLimits, Now: clk.Now}
+	l := open(t, opts)
+	limit(t, l, Request{Name: "tb", Key: "u", Count: 8})
 	if err := l.Credit(ctx, "tb", "u", 3); err != nil {
 		t.Fatal(err)
 	}
-	if v := mustValue(t, l, "tb", "u"); v != 5 {
+	if v := value(t, l, "tb", "u").Value; v != 5 {
 		t.Fatalf("after credit 3: %v, want 5", v)
 	}
 	if err := l.Credit(ctx, "tb", "u", 100); err != nil {
 		t.Fatal(err)
 	}
-	if v := mustValue(t, l, "tb", "u"); v != 10 {
+	if v := value(t, l, "tb", "u").Value; v != 10 {
 		t.Fatalf("credit is capped at capacity: %v, want 10", v)
 	}
 	// A reservation's debt can be credited back.
-	mustLimit(t, l, Request{Name: "tb", Key: "debt", Count: 30, Reserve: true})
+	limit(t, l, Request{Name: "tb", Key: "debt", Count: 30, Reserve: true})
 	if err := l.Credit(ctx, "tb", "debt", 15); err != nil {
 		t.Fatal(err)
 	}
-	if v := mustValue(t, l, "tb", "debt"); v != -5 {
+	if v := value(t, l, "tb", "debt").Value; v != -5 {
 		t.Fatalf("debt after credit: %v, want -5", v)
 	}
-	for _, bad := range []float64{-1, nan(), inf()} {
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
 		if err := l.Credit(ctx, "tb", "debt", bad); !errors.Is(err, ErrInvalidCount) {
 			t.Fatalf("Credit(%v): %v", bad, err)
 		}
@@ -44,27 +52,22 @@ func TestCredit(t *testing.T) {
 	}
 	// Durable like any grant.
 	l.Close()
-	l = openDurable(t, filepath.Join(filepath.Dir(l.opts.Path), "rl.db"), clk, nil)
-	defer l.Close()
-	if v := mustValue(t, l, "tb", "debt"); v != -5 {
+	l = open(t, opts)
+	if v := value(t, l, "tb", "debt").Value; v != -5 {
 		t.Fatalf("credit after reopen: %v, want -5", v)
 	}
 }
 
 // A sharded credit fills the emptiest shards first (water-filling).
 func TestCreditShardedFillsEmptiest(t *testing.T) {
-	clk := newFakeClock()
+	clk := newClock()
 	ctx := context.Background()
-	l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{
 		"s": {Kind: TokenBucket, Rate: 40, Period: time.Hour, Shards: 4},
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	// Drain everything: a denial only means the two shards drawn were
 	// empty, so keep going until the whole limit is.
-	for i := 0; mustValue(t, l, "s", "") > 0; i++ {
+	for i := 0; value(t, l, "s", "").Value > 0; i++ {
 		if i > 10_000 {
 			t.Fatal("could not drain the limit")
 		}
@@ -72,7 +75,7 @@ func TestCreditShardedFillsEmptiest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if v := mustValue(t, l, "s", ""); v != 0 {
+	if v := value(t, l, "s", "").Value; v != 0 {
 		t.Fatalf("drained: %v", v)
 	}
 	if err := l.Credit(ctx, "s", "", 6); err != nil {
@@ -87,45 +90,134 @@ func TestCreditShardedFillsEmptiest(t *testing.T) {
 	if err := l.Credit(ctx, "s", "", 100); err != nil {
 		t.Fatal(err)
 	}
-	if v := mustValue(t, l, "s", ""); v != 40 {
+	if v := value(t, l, "s", "").Value; v != 40 {
 		t.Fatalf("credit capped: %v, want 40", v)
 	}
 }
 
-func TestStatsAndStatusFigures(t *testing.T) {
-	clk := newFakeClock()
+// Credits racing on a sharded limit lose nothing to a shard's cap while
+// the limit has room: what a shard filled by a racing credit refuses is
+// spread again, so crediting exactly what was taken fills the limit.
+func TestCreditShardedRacingCreditsAllLand(t *testing.T) {
+	clk := newClock()
 	ctx := context.Background()
-	l := openDurable(t, filepath.Join(t.TempDir(), "rl.db"), clk, nil)
-	defer l.Close()
-	s := mustLimit(t, l, Request{Name: "tb", Key: "u", Count: 4})
-	if !s.OK || s.Remaining != 6 || s.ResetAfter != 24*time.Second {
-		t.Fatalf("grant status %+v, want remaining 6, reset 24s", s)
-	}
-	s = mustLimit(t, l, Request{Name: "tb", Key: "u", Count: 7})
-	if s.OK || s.Remaining != 6 || s.RetryAfter != 6*time.Second {
-		t.Fatalf("denial status %+v", s)
-	}
-	s = mustLimit(t, l, Request{Name: "tb", Key: "u", Count: 8, Reserve: true})
-	if !s.OK || s.Remaining != -2 || s.RetryAfter != 12*time.Second || s.ResetAfter != 72*time.Second {
-		t.Fatalf("reservation status %+v", s)
-	}
-	all, err := l.LimitAll(ctx, Request{Name: "tb", Key: "v", Count: 1}, Request{Name: "fw", Key: "v", Count: 9})
-	if err != nil || !all.OK || all.Remaining != 1 || all.Limit != "tb" && all.Remaining != 1 {
-		t.Fatalf("LimitAll status %+v %v", all, err)
-	}
-	if err := l.Snapshot(); err != nil {
-		t.Fatal(err)
-	}
-	st := l.Stats()
-	if st.Grants != 3 || st.Denials != 1 || st.Reservations != 1 || st.LiveBuckets != 3 || st.Snapshots != 1 {
-		t.Fatalf("stats %+v", st)
-	}
-	if st.WALCommits == 0 || st.WALRecords < 4 || st.WALBatchRecords.Count() != st.WALCommits || st.WALCommitNanos.Quantile(0.5) == 0 ||
-		st.WALCommitTime <= 0 || st.WALCommitTime >= time.Duration(st.WALCommitNanos.Quantile(1))*time.Duration(st.WALCommits) {
-		t.Fatalf("wal stats %+v", st)
+	const credits, each = 16, 25.0
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), "rl.db") // commits keep credits in flight together
+		l := open(t, Options{Path: path, Now: clk.Now, Partitions: 4, Limits: map[string]Config{
+			"s": {Kind: TokenBucket, Rate: credits * each, Period: time.Hour, Shards: 4},
+		}})
+		for i := 0; value(t, l, "s", "k").Value > 0; i++ { // empty every shard
+			if i > 10_000 {
+				t.Fatal("could not drain the limit")
+			}
+			if _, err := l.Limit(ctx, Request{Name: "s", Key: "k", Count: 5}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for range credits {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := l.Credit(ctx, "s", "k", each); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if v := value(t, l, "s", "k").Value; math.Abs(v-credits*each) > 1e-9 {
+			t.Fatalf("round %d: %d credits of %v over an empty limit of %v: value %v (shards %v)",
+				round, credits, each, credits*each, v, shardValues(t, l, "s", "k"))
+		}
+		l.Close()
 	}
 }
 
+// fillEmptiest water-fills shards of unequal values: the emptiest rise
+// together, none above capacity, debt included.
+func TestFillEmptiestUnequal(t *testing.T) {
+	for _, c := range []struct {
+		vals   []float64
+		credit float64
+		want   []float64
+	}{
+		{[]float64{0, 2, 5, 10}, 4, []float64{3, 3, 5, 10}},
+		{[]float64{5, 0, 2}, 1, []float64{5, 1, 2}},
+		{[]float64{5, 0, 2}, 12, []float64{19.0 / 3, 19.0 / 3, 19.0 / 3}},
+		{[]float64{9, 9}, 100, []float64{10, 10}},
+		{[]float64{-4, 3}, 3, []float64{-1, 3}},
+	} {
+		amounts := fillEmptiest(c.vals, 10, c.credit)
+		for i := range c.vals {
+			if got := c.vals[i] + amounts[i]; got != c.want[i] {
+				t.Errorf("%v + %v: shard %d = %v, want %v", c.vals, c.credit, i, got, c.want[i])
+			}
+		}
+	}
+}
+
+// Credit with a canceled context fails with the context's error and gives
+// nothing back, sharded or not (TestCanceledContext covers the other
+// methods).
+func TestCanceledContextCredit(t *testing.T) {
+	clk := newClock()
+	sh := tb(40, time.Minute)
+	sh.Shards = 4
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"a": tb(10, time.Minute), "sh": sh}})
+	ctx := context.Background()
+	_, _ = l.Limit(ctx, Request{Name: "a", Key: "k", Count: 10})
+	_, _ = l.Limit(ctx, Request{Name: "sh", Key: "k", Count: 20})
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, n := range []string{"a", "sh"} {
+		if err := l.Credit(canceled, n, "k", 5); !errors.Is(err, context.Canceled) {
+			t.Errorf("Credit(%s) canceled: %v", n, err)
+		}
+	}
+	if v := value(t, l, "a", "k").Value; v != 0 {
+		t.Errorf("a = %v", v)
+	}
+	if v := value(t, l, "sh", "k").Value; v != 20 {
+		t.Errorf("sh = %v", v)
+	}
+}
+
+// A credit whose context ends while its commit is under way is still
+// waited for: Credit's answer says whether the tokens were given back, so
+// a caller told it failed can retry without crediting twice.
+func TestCanceledCreditAnswersItsOutcome(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rl.db")
+	clk := newClock()
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	var armed atomic.Bool
+	l := open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now, beforeCommit: func(uint64) error {
+		if armed.CompareAndSwap(true, false) {
+			cancel() // the credit's context ends during its commit
+		}
+		return nil
+	}})
+	limit(t, l, Request{Name: "tb", Key: "k", Count: 10})
+	armed.Store(true)
+	creditErr := l.Credit(ctx, "tb", "k", 4)
+	if armed.Load() {
+		t.Fatal("the credit's commit never ran")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if creditErr != nil {
+		t.Fatalf("Credit committed, but returned %v", creditErr)
+	}
+	l = open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now})
+	if v := value(t, l, "tb", "k").Value; v != 4 {
+		t.Errorf("tb/k = %v after a Credit of 4 that returned nil, want 4", v)
+	}
+}
+
+// Jitter spreads a wait uniformly over [d, d+spread) and saturates near
+// the largest Duration.
 func TestJitter(t *testing.T) {
 	if Jitter(time.Second, 0) != time.Second {
 		t.Fatal("no spread, no jitter")
@@ -144,27 +236,6 @@ func TestJitter(t *testing.T) {
 	for range 100 { // near the largest Duration it saturates, never wraps
 		if j := Jitter(math.MaxInt64-10, time.Hour); j < math.MaxInt64-10 {
 			t.Fatalf("Jitter(MaxInt64-10, 1h) = %v", j)
-		}
-	}
-}
-
-func TestFillEmptiestUnequal(t *testing.T) {
-	for _, c := range []struct {
-		vals   []float64
-		credit float64
-		want   []float64
-	}{
-		{[]float64{0, 2, 5, 10}, 4, []float64{3, 3, 5, 10}},
-		{[]float64{5, 0, 2}, 1, []float64{5, 1, 2}},
-		{[]float64{5, 0, 2}, 12, []float64{19.0 / 3, 19.0 / 3, 19.0 / 3}},
-		{[]float64{9, 9}, 100, []float64{10, 10}},
-		{[]float64{-4, 3}, 3, []float64{-1, 3}},
-	} {
-		amounts := fillEmptiest(c.vals, 10, c.credit)
-		for i := range c.vals {
-			if got := c.vals[i] + amounts[i]; got != c.want[i] {
-				t.Errorf("%v + %v: shard %d = %v, want %v", c.vals, c.credit, i, got, c.want[i])
-			}
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package ratelimit_test
+package ratelimit
 
 import (
 	"bytes"
@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
@@ -27,8 +26,8 @@ const (
 	diskFullLimit = 3 << 20 // RLIMIT_FSIZE of the child: its file cannot pass this
 )
 
-var diskFullLimits = map[string]ratelimit.Config{
-	"api": {Kind: ratelimit.TokenBucket, Rate: 1e9, Period: time.Hour},
+var diskFullLimits = map[string]Config{
+	"api": {Kind: TokenBucket, Rate: 1e9, Period: time.Hour},
 }
 
 // A file that cannot grow (the child process runs under RLIMIT_FSIZE, so
@@ -85,13 +84,13 @@ func TestFullDiskFailsClosedAndLosesNothing(t *testing.T) {
 	if st.Size() > diskFullLimit {
 		t.Errorf("file of %d bytes, above the limit %d", st.Size(), diskFullLimit)
 	}
-	l, err := ratelimit.Open(ratelimit.Options{Path: path, Now: ratelimittest.NewClock(damagedT0).Now, Limits: diskFullLimits})
+	l, err := Open(Options{Path: path, Now: ratelimittest.NewClock(damagedT0).Now, Limits: diskFullLimits})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	for key := range acked {
-		if v := mustValue(t, l, "api", key); v != 1e9-1 {
+		if v := value(t, l, "api", key).Value; v != 1e9-1 {
 			t.Fatalf("acknowledged grant of %s lost: value %v", key, v)
 		}
 	}
@@ -105,7 +104,7 @@ func diskFullChild(path string) {
 		return
 	}
 	var logs bytes.Buffer
-	l, err := ratelimit.Open(ratelimit.Options{Path: path, Now: ratelimittest.NewClock(damagedT0).Now, Limits: diskFullLimits,
+	l, err := Open(Options{Path: path, Now: ratelimittest.NewClock(damagedT0).Now, Limits: diskFullLimits,
 		LogPreallocate: 8 << 20, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		fmt.Println("fatal: open:", err)
@@ -119,17 +118,17 @@ func diskFullChild(path string) {
 	}
 	ctx := context.Background()
 	pad := strings.Repeat("k", 2000) // big keys fill the file quickly
-	rs := make([]ratelimit.Request, 32)
+	rs := make([]Request, 32)
 	for i := 0; i < 100_000; i++ {
 		for j := range rs {
-			rs[j] = ratelimit.Request{Name: "api", Key: fmt.Sprintf("%s-%d-%d", pad, i, j)}
+			rs[j] = Request{Name: "api", Key: fmt.Sprintf("%s-%d-%d", pad, i, j)}
 		}
 		failed := false
 		for j, d := range l.LimitMany(ctx, rs, nil) {
 			switch {
 			case d.Err == nil && d.OK:
 				fmt.Println("granted", rs[j].Key)
-			case errors.Is(d.Err, ratelimit.ErrUnavailable):
+			case errors.Is(d.Err, ErrUnavailable):
 				failed = true
 			default:
 				fmt.Println("fatal: unexpected decision", d.OK, d.Err)
@@ -139,7 +138,7 @@ func diskFullChild(path string) {
 		if failed {
 			// Fails closed from now on, even for a request that would
 			// add nothing to the file's size.
-			if _, err := l.Limit(ctx, ratelimit.Request{Name: "api", Key: "small"}); !errors.Is(err, ratelimit.ErrUnavailable) {
+			if _, err := l.Limit(ctx, Request{Name: "api", Key: "small"}); !errors.Is(err, ErrUnavailable) {
 				fmt.Println("fatal: a grant after the failure:", err)
 				return
 			}

@@ -35,7 +35,7 @@ func (l *Limiter) openLog() (*wal.Log, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, &fileError{err})
 	}
 	return w, nil
 }
@@ -45,23 +45,22 @@ func (l *Limiter) recover() error {
 	var n int
 	apply := func(r wal.Record) error {
 		n++
-		h := bucket.Hash(r.Name, r.Key)
 		var lim *bucket.Limit
 		if d, ok := l.named(r.Name); ok && int(r.Shard) < d.shards {
 			lim = &d.perShard
 		}
 		l.group.Restore(actor.BucketID{Name: r.Name, Key: r.Key, Shard: r.Shard},
-			h, bucket.State{Value: r.Value, TS: r.TS}, lim, r.Delete)
+			bucket.State{Value: r.Value, TS: r.TS}, lim, r.Delete)
 		return nil
 	}
 	start := time.Now()
 	pos, err := snapshot.Load(l.wal.DB(), apply)
 	if err != nil {
-		return fmt.Errorf("%w: loading snapshot: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: loading snapshot: %w", ErrUnavailable, &fileError{err})
 	}
 	fromSnap := n
 	if err := l.wal.Replay(pos, apply); err != nil {
-		return fmt.Errorf("%w: replaying log: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: replaying log: %w", ErrUnavailable, &fileError{err})
 	}
 	// The recovered tail counts toward the next snapshot's triggers as if
 	// this process had written it: it is log no snapshot covers yet.

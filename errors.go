@@ -44,15 +44,36 @@ var (
 	ErrRateLimited = errors.New("ratelimit: rate limited")
 )
 
-// Reasons a file cannot be opened, wrapped together with ErrUnavailable.
+// Reasons a file cannot be used, matched (errors.Is) by the errors of Open
+// (together with ErrUnavailable) and Salvage.
 var (
 	// ErrLocked: another Limiter (in this or another process) holds the
 	// file, and Options.LockTimeout passed before it let go.
-	ErrLocked = wal.ErrLocked
+	ErrLocked = errors.New("ratelimit: file locked by another limiter")
 	// ErrCorrupt: the file is damaged, truncated, or not a limiter's file.
 	// Open never starts on such a file, not even partly; Salvage recovers
 	// what can be read into a new file.
-	ErrCorrupt = wal.ErrCorrupt
+	ErrCorrupt = errors.New("ratelimit: corrupt file")
 	// ErrVersion: the file was written by a newer version of this package.
-	ErrVersion = wal.ErrVersion
+	ErrVersion = errors.New("ratelimit: file format newer than this version")
 )
+
+// fileError is an error of the log's file: errors.Is matches the root
+// package's file sentinels for the log's own.
+type fileError struct{ err error }
+
+func (e *fileError) Error() string { return e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+// Is maps ErrLocked, ErrCorrupt and ErrVersion to the log's errors.
+func (e *fileError) Is(target error) bool {
+	switch target {
+	case ErrLocked:
+		return errors.Is(e.err, wal.ErrLocked)
+	case ErrCorrupt:
+		return errors.Is(e.err, wal.ErrCorrupt)
+	case ErrVersion:
+		return errors.Is(e.err, wal.ErrVersion)
+	}
+	return false
+}

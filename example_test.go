@@ -8,31 +8,18 @@ import (
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
-
-// fixedClock is a clock the examples move by hand, so their output is
-// exact. Real code leaves Options.Now nil.
-type fixedClock struct{ t time.Time }
-
-func (c *fixedClock) Now() time.Time      { return c.t }
-func (c *fixedClock) Add(d time.Duration) { c.t = c.t.Add(d) }
-func exampleClock() *fixedClock           { return &fixedClock{time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)} }
-func openExample(c *fixedClock, limits map[string]ratelimit.Config) *ratelimit.Limiter {
-	l, err := ratelimit.Open(ratelimit.Options{Limits: limits, Now: c.Now})
-	if err != nil {
-		log.Fatal(err)
-	}
-	return l
-}
 
 // Open a limiter with named limits and take tokens per key.
 func Example() {
+	clk := ratelimittest.NewClock(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)) // a clock the example moves by hand; real code leaves Now nil
 	l, err := ratelimit.Open(ratelimit.Options{
 		// Path: "ratelimit.db" makes every grant durable; "" is memory only.
 		Limits: map[string]ratelimit.Config{
 			"sendMessage": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Minute, Capacity: 3},
 		},
-		Now: exampleClock().Now,
+		Now: clk.Now,
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -60,10 +47,16 @@ func Example() {
 // Check answers as Limit would but takes nothing: ask first, take only
 // when the thing being limited happens (here, a failed login).
 func ExampleLimiter_Check() {
-	c := exampleClock()
-	l := openExample(c, map[string]ratelimit.Config{
-		"failedLogins": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Hour, Capacity: 2},
+	clk := ratelimittest.NewClock(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC))
+	l, err := ratelimit.Open(ratelimit.Options{
+		Limits: map[string]ratelimit.Config{
+			"failedLogins": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Hour, Capacity: 2},
+		},
+		Now: clk.Now,
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer l.Close()
 	ctx := context.Background()
 	req := ratelimit.Request{Name: "failedLogins", Key: "bob"}
@@ -85,11 +78,17 @@ func ExampleLimiter_Check() {
 // LimitAll takes from several limits at once, all or none: here a
 // per-user and a global limit. A denial names the limit that denied.
 func ExampleLimiter_LimitAll() {
-	c := exampleClock()
-	l := openExample(c, map[string]ratelimit.Config{
-		"perUser": {Kind: ratelimit.TokenBucket, Rate: 100, Period: time.Minute},
-		"global":  {Kind: ratelimit.FixedWindow, Rate: 2, Period: time.Hour, Start: c.Now()},
+	clk := ratelimittest.NewClock(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC))
+	l, err := ratelimit.Open(ratelimit.Options{
+		Limits: map[string]ratelimit.Config{
+			"perUser": {Kind: ratelimit.TokenBucket, Rate: 100, Period: time.Minute},
+			"global":  {Kind: ratelimit.FixedWindow, Rate: 2, Period: time.Hour, Start: clk.Now()},
+		},
+		Now: clk.Now,
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer l.Close()
 	ctx := context.Background()
 
@@ -118,10 +117,16 @@ func ExampleLimiter_LimitAll() {
 // A reservation is granted even when tokens are short, leaving debt;
 // RetryAfter is when to run the work. MaxReserved bounds the debt.
 func ExampleRequest_reserve() {
-	c := exampleClock()
-	l := openExample(c, map[string]ratelimit.Config{
-		"jobs": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Minute, MaxReserved: 10},
+	clk := ratelimittest.NewClock(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC))
+	l, err := ratelimit.Open(ratelimit.Options{
+		Limits: map[string]ratelimit.Config{
+			"jobs": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Minute, MaxReserved: 10},
+		},
+		Now: clk.Now,
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer l.Close()
 	ctx := context.Background()
 
@@ -142,17 +147,23 @@ func ExampleRequest_reserve() {
 // Reset deletes a key's bucket (it is full again); Value reads it without
 // taking anything.
 func ExampleLimiter_Reset() {
-	c := exampleClock()
-	l := openExample(c, map[string]ratelimit.Config{
-		"api": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Minute},
+	clk := ratelimittest.NewClock(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC))
+	l, err := ratelimit.Open(ratelimit.Options{
+		Limits: map[string]ratelimit.Config{
+			"api": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Minute},
+		},
+		Now: clk.Now,
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer l.Close()
 	ctx := context.Background()
 
 	l.Limit(ctx, ratelimit.Request{Name: "api", Key: "k", Count: 8})
 	v, _ := l.Value(ctx, "api", "k")
 	fmt.Println("after taking 8:", v.Value)
-	c.Add(30 * time.Second)
+	clk.Advance(30 * time.Second)
 	v, _ = l.Value(ctx, "api", "k")
 	fmt.Println("30 s later:", v.Value)
 	l.Reset(ctx, "api", "k")
@@ -167,9 +178,16 @@ func ExampleLimiter_Reset() {
 // Err turns a denial into an error, for code that prefers to return one:
 // match it with errors.Is(err, ErrRateLimited), read it with errors.As.
 func ExampleStatus_Err() {
-	l := openExample(exampleClock(), map[string]ratelimit.Config{
-		"export": {Kind: ratelimit.FixedWindow, Rate: 1, Period: time.Hour, Start: exampleClock().Now()},
+	clk := ratelimittest.NewClock(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC))
+	l, err := ratelimit.Open(ratelimit.Options{
+		Limits: map[string]ratelimit.Config{
+			"export": {Kind: ratelimit.FixedWindow, Rate: 1, Period: time.Hour, Start: clk.Now()},
+		},
+		Now: clk.Now,
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer l.Close()
 
 	export := func() error {
@@ -180,7 +198,7 @@ func ExampleStatus_Err() {
 		return st.Err()
 	}
 	fmt.Println("first:", export())
-	err := export()
+	err = export()
 	var rl *ratelimit.RateLimitedError
 	if errors.Is(err, ratelimit.ErrRateLimited) && errors.As(err, &rl) {
 		fmt.Printf("second: %s, retry after %v\n", rl.Limit, rl.RetryAfter)
@@ -193,9 +211,16 @@ func ExampleStatus_Err() {
 // LimitMany hands many independent requests to the limiter at once, as a
 // game server does every tick; reuse the output slice.
 func ExampleLimiter_LimitMany() {
-	l := openExample(exampleClock(), map[string]ratelimit.Config{
-		"fire": {Kind: ratelimit.TokenBucket, Rate: 5, Period: time.Second, Capacity: 2},
+	clk := ratelimittest.NewClock(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC))
+	l, err := ratelimit.Open(ratelimit.Options{
+		Limits: map[string]ratelimit.Config{
+			"fire": {Kind: ratelimit.TokenBucket, Rate: 5, Period: time.Second, Capacity: 2},
+		},
+		Now: clk.Now,
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer l.Close()
 
 	reqs := []ratelimit.Request{
@@ -219,9 +244,16 @@ func ExampleLimiter_LimitMany() {
 // Credit gives tokens back, capped at capacity: an LLM call that used
 // fewer tokens than it reserved returns the rest.
 func ExampleLimiter_Credit() {
-	l := openExample(exampleClock(), map[string]ratelimit.Config{
-		"llmTokens": {Kind: ratelimit.TokenBucket, Rate: 1000, Period: time.Minute},
+	clk := ratelimittest.NewClock(time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC))
+	l, err := ratelimit.Open(ratelimit.Options{
+		Limits: map[string]ratelimit.Config{
+			"llmTokens": {Kind: ratelimit.TokenBucket, Rate: 1000, Period: time.Minute},
+		},
+		Now: clk.Now,
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer l.Close()
 	ctx := context.Background()
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seed7fbd42b6/ratelimit/internal/snapshot"
 	"github.com/seed7fbd42b6/ratelimit/internal/wal"
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
 // testdata/v1.db is a file written by this version: grants, a reservation,
@@ -19,18 +20,14 @@ import (
 // RATELIMIT_GOLDEN=1 go test -run TestGoldenFile .
 func TestGoldenFile(t *testing.T) {
 	golden := filepath.Join("testdata", "v1.db")
-	t0 := time.Unix(1_700_000_000, 0)
 	opts := func(path string) Options {
-		return Options{Path: path, Limits: durableLimits, Now: func() time.Time { return t0 },
-			SnapshotBytes: -1, SnapshotInterval: -1, SweepInterval: -1}
+		clk := ratelimittest.NewClock(time.Unix(1_700_000_000, 0)) // the file was written then
+		return Options{Path: path, Limits: durableLimits, Now: clk.Now}
 	}
 	ctx := context.Background()
 	if os.Getenv("RATELIMIT_GOLDEN") == "1" {
 		os.Remove(golden)
-		l, err := Open(opts(golden))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := open(t, opts(golden))
 		for _, r := range []Request{
 			{Name: "tb", Key: "a", Count: 7},
 			{Name: "tb", Key: "debt", Count: 25, Reserve: true},
@@ -38,7 +35,7 @@ func TestGoldenFile(t *testing.T) {
 			{Name: "sh", Count: 15},
 			{Name: "tb", Key: "reset", Count: 9},
 		} {
-			mustLimit(t, l, r)
+			limit(t, l, r)
 		}
 		if err := l.Credit(ctx, "tb", "debt", 5); err != nil {
 			t.Fatal(err)
@@ -46,8 +43,8 @@ func TestGoldenFile(t *testing.T) {
 		if err := l.Snapshot(); err != nil {
 			t.Fatal(err)
 		}
-		mustLimit(t, l, Request{Name: "tb", Key: "a", Count: 1})
-		mustLimit(t, l, Request{Name: "fw", Key: "tail", Count: 3})
+		limit(t, l, Request{Name: "tb", Key: "a", Count: 1})
+		limit(t, l, Request{Name: "fw", Key: "tail", Count: 3})
 		if err := l.Reset(ctx, "tb", "reset"); err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +71,7 @@ func TestGoldenFile(t *testing.T) {
 		name, key string
 		want      float64
 	}{{"tb", "a", 2}, {"tb", "debt", -10}, {"fw", "a", 6}, {"fw", "tail", 7}, {"sh", "", 25}, {"tb", "reset", 10}} {
-		if got := mustValue(t, l, c.name, c.key); got != c.want {
+		if got := value(t, l, c.name, c.key).Value; got != c.want {
 			t.Errorf("%s/%q = %v, want %v", c.name, c.key, got, c.want)
 		}
 	}

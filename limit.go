@@ -15,16 +15,16 @@ import (
 // a partition had already taken up may still be granted (and committed):
 // that can only under-admit.
 func (l *Limiter) Limit(ctx context.Context, r Request) (Status, error) {
-	return l.decideOne(ctx, r, r.op())
+	return l.decideOne(ctx, &r, r.op())
 }
 
 // Check answers as Limit would, without taking anything: Limit with
 // r.CheckOnly set.
 func (l *Limiter) Check(ctx context.Context, r Request) (Status, error) {
-	return l.decideOne(ctx, r, actor.OpCheck)
+	return l.decideOne(ctx, &r, actor.OpCheck)
 }
 
-func (l *Limiter) decideOne(ctx context.Context, r Request, op actor.Op) (Status, error) {
+func (l *Limiter) decideOne(ctx context.Context, r *Request, op actor.Op) (Status, error) {
 	if err := l.usable(ctx); err != nil {
 		return Status{}, err
 	}
@@ -48,9 +48,11 @@ func (l *Limiter) decideOne(ctx context.Context, r Request, op actor.Op) (Status
 		}
 		return Status{}, err
 	}
-	defer c.Release()
-	if err := l.itemErr(c.ItemErr(0)); err != nil {
+	err = l.itemErr(c.ItemErr(0))
+	st := d.status(&c.Members[0])
+	c.Release()
+	if err != nil {
 		return Status{}, err
 	}
-	return d.status(&c.Members[0]), nil
+	return st, nil
 }

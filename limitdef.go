@@ -17,7 +17,10 @@ type limitDef struct {
 	shards   int
 	phase    int64 // fixed-window phase from cfg.Start
 	hasStart bool
-	inline   bool // from a Request.Config, not Options.Limits
+	// hashedPhase: a fixed window without Start, whose phase comes from a
+	// hash of (name, key).
+	hashedPhase bool
+	inline      bool // from a Request.Config, not Options.Limits
 }
 
 // newLimitDefs validates every named limit.
@@ -55,6 +58,7 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 	if !c.Start.IsZero() {
 		d.phase, d.hasStart = bucket.StartPhase(c.Start.UnixNano(), int64(c.Period)), true
 	}
+	d.hashedPhase = c.Kind == FixedWindow && !d.hasStart
 	if d.perShard.Capacity <= 0 || d.perShard.Rate <= 0 || math.IsInf(d.perShard.Capacity, 0) {
 		return nil, fmt.Errorf("%w: limit %q: capacity and rate per shard must be > 0", ErrInvalidConfig, name)
 	}
@@ -68,14 +72,6 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 // buckets alike: same per-shard arithmetic, shard count and phase.
 func (d *limitDef) sameBuckets(e *limitDef) bool {
 	return d == e || d.perShard == e.perShard && d.shards == e.shards && d.hasStart == e.hasStart && d.phase == e.phase
-}
-
-// phaseFor is the fixed-window phase of the key whose (name, key) hash is h.
-func (d *limitDef) phaseFor(h uint64) int64 {
-	if d.hasStart {
-		return d.phase
-	}
-	return bucket.Phase(h, d.perShard.Period)
 }
 
 // count validates a request's count: 0 means 1; it must be finite, >= 0 and

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -49,16 +48,16 @@ func init() {
 		if !ok {
 			return nil, fmt.Errorf("%w: %T is not ratelimit.Options", ErrInvalidOptions, opts)
 		}
-		return open(o, s)
+		return openOn(o, s)
 	}
 }
 
 // Open validates opts, recovers durable state if opts.Path is set, and
 // starts the limiter.
-func Open(opts Options) (*Limiter, error) { return open(opts, nil) }
+func Open(opts Options) (*Limiter, error) { return openOn(opts, nil) }
 
-// open opens a limiter on s, or on its own partitions when s is nil.
-func open(opts Options, s store.Store) (*Limiter, error) {
+// openOn opens a limiter on s, or on its own partitions when s is nil.
+func openOn(opts Options, s store.Store) (*Limiter, error) {
 	l := &Limiter{opts: opts, stopBG: make(chan struct{})}
 	limits, err := newLimitDefs(opts.Limits)
 	if err != nil {
@@ -71,11 +70,11 @@ func open(opts Options, s store.Store) (*Limiter, error) {
 	if s != nil && opts.Path != "" {
 		return nil, fmt.Errorf("%w: Path %q is for the embedded file; a limiter on a shared store keeps no file", ErrInvalidOptions, opts.Path)
 	}
-	clock := opts.Now
-	if clock == nil {
-		clock = time.Now
+	if clock := opts.Now; clock != nil {
+		l.now = func() int64 { return unixNano(clock()) }
+	} else {
+		l.now = newWallClock().now
 	}
-	l.now = func() int64 { return unixNano(clock()) }
 	l.logger = opts.Logger
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
@@ -157,25 +156,9 @@ func (l *Limiter) itemErr(err error) error {
 		return ErrClosed
 	case errors.Is(err, actor.ErrFull):
 		return ErrTooManyKeys
+	case errors.Is(err, ErrInvalidConfig):
+		return err // a shared store rejects, at use, a limit it cannot represent
 	}
 	l.unavailable.Add(1)
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
-
-// unixNano is t in Unix nanoseconds, saturating at the ends of the int64
-// range (the years 1678 and 2262) where t.UnixNano would wrap around.
-func unixNano(t time.Time) int64 {
-	switch {
-	case t.Before(minTime):
-		return math.MinInt64
-	case t.After(maxTime):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-// The earliest and latest times whose Unix nanoseconds fit an int64.
-var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
-)

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
-	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // LimitMany decides each request independently, as Limit would, but hands
@@ -51,8 +50,8 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 			sharded = true
 		default:
 			out = append(out, Decision{Status: Status{Limit: d.name}})
-			h := bucket.HashWith(d.nameHash, r.Key)
-			part := l.store.Route(h, 0)
+			h := l.hashKey(d, r.Key)
+			part := l.store.Route(h.route, 0)
 			sc.add(h, part, int32(i))
 			c.Members = append(c.Members, actor.Member{Op: r.op(), Count: n, Reserve: r.Reserve, Second: -1, Def: d})
 		}
@@ -65,9 +64,8 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		part := sc.part[m]
 		pos := sc.next[part]
 		sc.next[part]++
-		key := rs[sc.req[m]].Key
-		h := keyHashes{route: sc.hash[m], table: bucket.TableHash(d.nameHash, key)}
-		c.SetItem(pos, l.item(d, key, h, 0), int32(m))
+		it := c.SetItem(pos, int32(m))
+		l.setItem(it, d, rs[sc.req[m]].Key, sc.hash[m], 0)
 		c.Members[m].First = pos
 	}
 	if len(c.Members) > 0 {
@@ -109,8 +107,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 
 // touchKeys loads the first byte of every key, and returns them summed so
 // the loads are kept: the keys' cache misses then overlap, instead of
-// each hash below waiting for its own (a million keys do not stay
-// cached; the hash was ~11% of a LimitMany of 64 at one caller).
+// each hash below waiting for its own.
 func touchKeys(rs []Request) (sum byte) {
 	for i := range rs {
 		if k := rs[i].Key; len(k) > 0 {
@@ -123,7 +120,7 @@ func touchKeys(rs []Request) (sum byte) {
 // manyScratch is LimitMany's per-call working memory, pooled.
 type manyScratch struct {
 	touch byte // touchKeys' sum, kept so the loads are not dropped
-	hash  []uint64
+	hash  []keyHashes
 	part  []int32
 	req   []int32 // request index of each member
 	next  []int32 // per partition: the next free item index
@@ -138,7 +135,7 @@ func (s *manyScratch) reset(parts int) {
 }
 
 // add records a member's hash and partition, counting it in next.
-func (s *manyScratch) add(h uint64, part, req int32) {
+func (s *manyScratch) add(h keyHashes, part, req int32) {
 	s.hash = append(s.hash, h)
 	s.part = append(s.part, part)
 	s.req = append(s.req, req)

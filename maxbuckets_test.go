@@ -1,4 +1,4 @@
-package ratelimit_test
+package ratelimit
 
 import (
 	"context"
@@ -10,18 +10,15 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/seed7fbd42b6/ratelimit"
-	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
 // At MaxBuckets, a request that needs a new bucket is refused with
 // ErrTooManyKeys and takes nothing; requests on the buckets held, and
 // checks, go on; buckets that refill and are dropped make room again.
 func TestMaxBucketsRefusesNewKeysOnly(t *testing.T) {
-	clk := ratelimittest.NewClock(setT0)
-	l, err := ratelimit.Open(ratelimit.Options{Now: clk.Now, Partitions: 4, MaxBuckets: 64,
-		Limits: map[string]ratelimit.Config{"api": tokenBucket(10, 10), "global": tokenBucket(1000, 1000)}})
+	clk := newClock()
+	l, err := Open(Options{Now: clk.Now, Partitions: 4, MaxBuckets: 64,
+		Limits: map[string]Config{"api": tokenBucket(10, 10), "global": tokenBucket(1000, 1000)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,9 +28,9 @@ func TestMaxBucketsRefusesNewKeysOnly(t *testing.T) {
 	var refused string
 	for i := 0; i < 1000 && refused == ""; i++ {
 		key := "k" + strconv.Itoa(i)
-		st, err := l.Limit(ctx, ratelimit.Request{Name: "api", Key: key})
+		st, err := l.Limit(ctx, Request{Name: "api", Key: key})
 		switch {
-		case errors.Is(err, ratelimit.ErrTooManyKeys):
+		case errors.Is(err, ErrTooManyKeys):
 			refused = key
 		case err != nil || !st.OK:
 			t.Fatalf("Limit(%s) = %+v, %v", key, st, err)
@@ -44,19 +41,19 @@ func TestMaxBucketsRefusesNewKeysOnly(t *testing.T) {
 	if refused == "" || held > 64 || held < 16 {
 		t.Fatalf("%d buckets held before a refusal (%q), want between 16 and 64", held, refused)
 	}
-	if v := mustValue(t, l, "api", refused); v != 10 {
+	if v := value(t, l, "api", refused).Value; v != 10 {
 		t.Fatalf("a refused request took something: value %v", v)
 	}
 	// Held keys go on; a check of a new key is answered.
-	mustTake(t, l, "api", "k0", 1)
-	if st, err := l.Check(ctx, ratelimit.Request{Name: "api", Key: refused}); err != nil || !st.OK {
+	grant(t, l, Request{Name: "api", Key: "k0", Count: 1})
+	if st, err := l.Check(ctx, Request{Name: "api", Key: refused}); err != nil || !st.OK {
 		t.Fatalf("Check of a new key at the bound = %+v, %v", st, err)
 	}
 	// All or nothing: a LimitAll that needs a new bucket takes nothing.
-	if _, err := l.LimitAll(ctx, ratelimit.Request{Name: "api", Key: "k0"}, ratelimit.Request{Name: "api", Key: refused}); !errors.Is(err, ratelimit.ErrTooManyKeys) {
+	if _, err := l.LimitAll(ctx, Request{Name: "api", Key: "k0"}, Request{Name: "api", Key: refused}); !errors.Is(err, ErrTooManyKeys) {
 		t.Fatalf("LimitAll with a new key at the bound = %v, want ErrTooManyKeys", err)
 	}
-	if v := mustValue(t, l, "api", "k0"); v != 8 {
+	if v := value(t, l, "api", "k0").Value; v != 8 {
 		t.Fatalf("k0 = %v after a refused LimitAll, want 8", v)
 	}
 	if n := l.Stats().TooManyKeys; n < 2 {
@@ -67,7 +64,7 @@ func TestMaxBucketsRefusesNewKeysOnly(t *testing.T) {
 	if err := l.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	mustTake(t, l, "api", refused, 1)
+	grant(t, l, Request{Name: "api", Key: refused, Count: 1})
 }
 
 // A flood of unique keys against a durable limiter: memory and the file
@@ -82,32 +79,32 @@ func TestMaxBucketsUnderAKeyFlood(t *testing.T) {
 		flood = 20_000
 	}
 	const bound = 10_000
-	clk := ratelimittest.NewClock(setT0)
+	clk := newClock()
 	path := filepath.Join(t.TempDir(), "rl.db")
-	l, err := ratelimit.Open(ratelimit.Options{Path: path, Now: clk.Now, MaxBuckets: bound, LogPreallocate: -1,
-		Limits: map[string]ratelimit.Config{"api": tokenBucket(60, 100)}})
+	l, err := Open(Options{Path: path, Now: clk.Now, MaxBuckets: bound, LogPreallocate: -1,
+		Limits: map[string]Config{"api": tokenBucket(60, 100)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	ctx := context.Background()
-	users := make([]ratelimit.Request, 100)
+	users := make([]Request, 100)
 	for i := range users {
-		users[i] = ratelimit.Request{Name: "api", Key: fmt.Sprintf("user-%d", i), Count: 1}
+		users[i] = Request{Name: "api", Key: fmt.Sprintf("user-%d", i), Count: 1}
 	}
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	rs := make([]ratelimit.Request, 1000)
-	var out []ratelimit.Decision
+	rs := make([]Request, 1000)
+	var out []Decision
 	refused, rounds := 0, 0
 	for i := 0; i < flood; i += len(rs) {
 		for j := range rs {
-			rs[j] = ratelimit.Request{Name: "api", Key: "flood-" + strconv.Itoa(i+j)}
+			rs[j] = Request{Name: "api", Key: "flood-" + strconv.Itoa(i+j)}
 		}
 		out = l.LimitMany(ctx, rs, out)
 		for _, d := range out {
-			if errors.Is(d.Err, ratelimit.ErrTooManyKeys) {
+			if errors.Is(d.Err, ErrTooManyKeys) {
 				refused++
 			} else if d.Err != nil {
 				t.Fatal(d.Err)

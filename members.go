@@ -5,46 +5,60 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
-// keyHashes are a request's two hashes of (name, key), computed once (see
-// internal/bucket's hash.go): route places buckets and fixed-window
-// phases, table keys the partitions' tables.
-type keyHashes struct{ route, table uint64 }
-
-func hashKey(d *limitDef, key string) keyHashes {
-	return keyHashes{bucket.HashWith(d.nameHash, key), bucket.TableHash(d.nameHash, key)}
+// keyHashes are a request's hashes of (name, key), each computed once (see
+// internal/bucket's hash.go): route places the key's buckets on
+// partitions (the same in every process, so a shared store agrees) and a
+// fixed window's phase; table keys the partitions' tables.
+type keyHashes struct {
+	table, route uint64
+	phase        int64
 }
 
-// item is the bucket shard of (d, key).
-func (l *Limiter) item(d *limitDef, key string, h keyHashes, shard uint32) actor.Item {
-	return actor.Item{
-		ID:    actor.BucketID{Name: d.name, Key: key, Shard: shard},
-		Hash:  bucket.ShardHash(h.table, shard),
-		Lim:   &d.perShard,
-		Phase: d.phaseFor(h.route),
-		Part:  l.store.Route(h.route, shard),
+func (l *Limiter) hashKey(d *limitDef, key string) keyHashes {
+	h := keyHashes{table: bucket.TableHash(d.nameHash, key), route: bucket.HashWith(d.nameHash, key), phase: d.phase}
+	if d.hashedPhase {
+		h.phase = bucket.Phase(h.route, d.perShard.Period)
 	}
+	return h
+}
+
+// setItem fills it as the bucket shard of (d, key).
+func (l *Limiter) setItem(it *actor.Item, d *limitDef, key string, h keyHashes, shard uint32) {
+	it.ID = actor.BucketID{Name: d.name, Key: key, Shard: shard}
+	it.Hash = bucket.ShardHash(h.table, shard)
+	it.Lim = &d.perShard
+	it.Phase = h.phase
+	it.Part = l.store.Route(h.route, shard)
+}
+
+// addItem adds to c the bucket shard of (d, key), serving member m (as
+// in actor.Call.AddItem), and returns its index.
+func (l *Limiter) addItem(c *actor.Call, d *limitDef, key string, h keyHashes, shard uint32, m int32, second bool) int32 {
+	i := c.NewItem(m, second)
+	l.setItem(&c.Items[i], d, key, h, shard)
+	return i
 }
 
 // addMember adds to c a member for one request on (d, key): one item, or two
 // distinct random shards for a sharded limit (power of two choices).
 func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op, count float64, reserve bool) {
 	m := int32(len(c.Members))
-	h := hashKey(d, key)
+	h := l.hashKey(d, key)
 	mem := actor.Member{Op: op, Count: count, Reserve: reserve, Second: -1, Def: d}
 	if d.shards == 1 {
-		mem.First = c.AddItem(l.item(d, key, h, 0), m, false)
+		mem.First = l.addItem(c, d, key, h, 0, m, false)
 	} else {
 		i, j := twoShards(d.shards)
-		mem.First = c.AddItem(l.item(d, key, h, uint32(i)), m, false)
-		mem.Second = c.AddItem(l.item(d, key, h, uint32(j)), m, true)
+		mem.First = l.addItem(c, d, key, h, uint32(i), m, false)
+		mem.Second = l.addItem(c, d, key, h, uint32(j), m, true)
 	}
 	c.Members = append(c.Members, mem)
 }
 
 // addShards adds one item per shard of (d, key), for reads and resets.
 func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string) {
-	h := hashKey(d, key)
+	h := l.hashKey(d, key)
 	for s := 0; s < d.shards; s++ {
-		c.AddItem(l.item(d, key, h, uint32(s)), -1, false)
+		l.addItem(c, d, key, h, uint32(s), -1, false)
 	}
 }

@@ -16,9 +16,11 @@ type Options struct {
 	// Limits are the named limits. A Request may instead carry its config
 	// inline.
 	Limits map[string]Config
-	// Now is the clock; nil means time.Now. It is called concurrently, so
-	// it must be safe for concurrent use. A time outside the years 1678 to
-	// 2262 reads as the nearest time inside them.
+	// Now is the clock; nil means the wall clock (time.Now, followed
+	// between readings through the monotonic clock, and read again once a
+	// second). It is called concurrently, so it must be safe for
+	// concurrent use. A time outside the years 1678 to 2262 reads as the
+	// nearest time inside them.
 	Now func() time.Time
 	// Partitions is the number of actor partitions (owners of buckets);
 	// 0 means 8 x GOMAXPROCS, at most MaxPartitions. A caller that finds

@@ -1,43 +1,101 @@
 package ratelimit
 
-// Recovery: acknowledged grants, resets and credits across restarts, fuzzy
-// snapshots, failures and crashes (from an independent review; its helpers
-// start with rec).
+// Recovery: what is acknowledged survives failures, fuzzy snapshots, Close
+// in flight, config changes and crashed files; what failed is not written.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-var recCtx = context.Background()
+// commitFailure is a commit failure for Options.beforeCommit, switched on
+// and off by the test.
+type commitFailure struct{ on atomic.Bool }
 
-// recFail is a switchable commit failure for Options.beforeCommit.
-type recFail struct{ on atomic.Bool }
-
-func (f *recFail) hook(uint64) error {
+func (f *commitFailure) hook(uint64) error {
 	if f.on.Load() {
-		return errors.New("rec: injected commit failure")
+		return errors.New("injected commit failure")
 	}
 	return nil
 }
 
-// ------------------------------------------------------------------ failures
+// A failed commit fails closed: every waiter of the failed batch gets
+// ErrUnavailable and OK == false, and every later grant is refused.
+func TestCommitFailureFailsClosed(t *testing.T) {
+	clk := newClock()
+	var mu sync.Mutex
+	fail := false
+	gate := make(chan struct{})
+	l := open(t, Options{Path: filepath.Join(t.TempDir(), "rl.db"), Limits: durableLimits, Now: clk.Now, beforeCommit: func(uint64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			<-gate // hold the failing commit until every caller is queued
+			return errors.New("injected disk failure")
+		}
+		return nil
+	}})
+	limit(t, l, Request{Name: "big", Key: "warm"})
+	mu.Lock()
+	fail = true
+	mu.Unlock()
+
+	const callers = 32
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	oks := make(chan bool, callers)
+	started := make(chan struct{}, callers)
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			started <- struct{}{}
+			s, err := l.Limit(context.Background(), Request{Name: "big", Key: "k" + strconv.Itoa(i)})
+			errs <- err
+			oks <- s.OK
+		}(i)
+	}
+	for i := 0; i < callers; i++ {
+		<-started
+	}
+	close(gate)
+	wg.Wait()
+	close(errs)
+	close(oks)
+	for err := range errs {
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("waiter got %v, want ErrUnavailable", err)
+		}
+	}
+	for ok := range oks {
+		if ok {
+			t.Fatal("a failed commit acknowledged a grant")
+		}
+	}
+	// Sticky: later grants and resets fail without waiting on the disk.
+	if _, err := l.Limit(context.Background(), Request{Name: "big", Key: "later"}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("later grant: %v, want ErrUnavailable", err)
+	}
+	if err := l.Reset(context.Background(), "big", "warm"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("later reset: %v, want ErrUnavailable", err)
+	}
+	// A denial never needed the disk, and Check writes nothing: both still answer.
+	if s, err := l.Check(context.Background(), Request{Name: "tb", Key: "x"}); err != nil || !s.OK {
+		t.Fatalf("Check after failure = %+v, %v", s, err)
+	}
+}
 
 // A credit or reset whose commit failed is answered ErrUnavailable, and
 // the partitions still hold it. A Snapshot after the failure (Snapshot's
@@ -51,22 +109,22 @@ func TestSnapshotAfterFailedChange(t *testing.T) {
 		op    func(l *Limiter) error
 		retry func(t *testing.T, l *Limiter) // after reopening, if any
 	}{
-		{"credit", func(l *Limiter) error { return l.Credit(recCtx, "tb", "k", 4) }, func(t *testing.T, l *Limiter) {
-			if err := l.Credit(recCtx, "tb", "k", 4); err != nil {
+		{"credit", func(l *Limiter) error { return l.Credit(bg, "tb", "k", 4) }, func(t *testing.T, l *Limiter) {
+			if err := l.Credit(bg, "tb", "k", 4); err != nil {
 				t.Fatal(err)
 			}
-			if v := mustValue(t, l, "tb", "k"); v != 4 {
+			if v := value(t, l, "tb", "k").Value; v != 4 {
 				t.Errorf("after the retried credit tb/k = %v, want 4 (one credit of 4 acknowledged): credited twice", v)
 			}
 		}},
-		{"reset", func(l *Limiter) error { return l.Reset(recCtx, "tb", "k") }, nil},
+		{"reset", func(l *Limiter) error { return l.Reset(bg, "tb", "k") }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "rl.db")
-			clk := newFakeClock()
-			var f recFail
-			l := openDurable(t, path, clk, func(o *Options) { o.beforeCommit = f.hook })
-			if s := mustLimit(t, l, Request{Name: "tb", Key: "k", Count: 10}); !s.OK {
+			clk := newClock()
+			var f commitFailure
+			l := open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now, beforeCommit: f.hook})
+			if s := limit(t, l, Request{Name: "tb", Key: "k", Count: 10}); !s.OK {
 				t.Fatal("grant of 10 denied")
 			}
 			f.on.Store(true)
@@ -80,9 +138,8 @@ func TestSnapshotAfterFailedChange(t *testing.T) {
 				t.Fatalf("Close: %v, want the sticky ErrUnavailable", err)
 			}
 			f.on.Store(false)
-			l = openDurable(t, path, clk, nil)
-			defer l.Close()
-			if v := mustValue(t, l, "tb", "k"); v != 0 {
+			l = open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now})
+			if v := value(t, l, "tb", "k").Value; v != 0 {
 				t.Errorf("after restart tb/k = %v, want 0: the %s that returned ErrUnavailable was made durable by Snapshot", v, tc.name)
 			}
 			if tc.retry != nil {
@@ -98,40 +155,39 @@ func TestSnapshotAfterFailedChange(t *testing.T) {
 // answered ErrUnavailable do not.
 func TestRecoveryStickyFailureThenCloseReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rl.db")
-	clk := newFakeClock()
-	var f recFail
-	l := openDurable(t, path, clk, func(o *Options) { o.beforeCommit = f.hook })
-	mustLimit(t, l, Request{Name: "tb", Key: "a", Count: 6})
-	if err := l.Credit(recCtx, "tb", "a", 2); err != nil {
+	clk := newClock()
+	var f commitFailure
+	l := open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now, beforeCommit: f.hook})
+	limit(t, l, Request{Name: "tb", Key: "a", Count: 6})
+	if err := l.Credit(bg, "tb", "a", 2); err != nil {
 		t.Fatal(err)
 	}
-	mustLimit(t, l, Request{Name: "tb", Key: "r", Count: 9})
-	if err := l.Reset(recCtx, "tb", "r"); err != nil {
+	limit(t, l, Request{Name: "tb", Key: "r", Count: 9})
+	if err := l.Reset(bg, "tb", "r"); err != nil {
 		t.Fatal(err)
 	}
-	mustLimit(t, l, Request{Name: "sh", Count: 12})
-	mustLimit(t, l, Request{Name: "fw", Key: "a", Count: 3})
+	limit(t, l, Request{Name: "sh", Count: 12})
+	limit(t, l, Request{Name: "fw", Key: "a", Count: 3})
 
 	f.on.Store(true)
 	for _, r := range []Request{{Name: "tb", Key: "a", Count: 1}, {Name: "sh", Count: 5}, {Name: "fw", Key: "a"}, {Name: "tb", Key: "r", Count: 2}} {
-		if s, err := l.Limit(recCtx, r); !errors.Is(err, ErrUnavailable) || s.OK {
+		if s, err := l.Limit(bg, r); !errors.Is(err, ErrUnavailable) || s.OK {
 			t.Fatalf("Limit(%+v) with a failing log = %+v, %v", r, s, err)
 		}
 	}
-	if err := l.Credit(recCtx, "tb", "a", 1); !errors.Is(err, ErrUnavailable) {
+	if err := l.Credit(bg, "tb", "a", 1); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Credit: %v", err)
 	}
 	if err := l.Close(); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Close: %v, want ErrUnavailable", err)
 	}
 	f.on.Store(false)
-	l = openDurable(t, path, clk, nil)
-	defer l.Close()
+	l = open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now})
 	for _, c := range []struct {
 		name, key string
 		want      float64
 	}{{"tb", "a", 6}, {"tb", "r", 10}, {"sh", "", 28}, {"fw", "a", 7}} {
-		if got := mustValue(t, l, c.name, c.key); got != c.want {
+		if got := value(t, l, c.name, c.key).Value; got != c.want {
 			t.Errorf("%s/%s after reopen = %v, want %v", c.name, c.key, got, c.want)
 		}
 	}
@@ -141,36 +197,33 @@ func TestRecoveryStickyFailureThenCloseReopen(t *testing.T) {
 // it survive; nothing acknowledged is lost whatever the snapshot wrote.
 func TestRecoverySnapshotAfterFailureKeepsAcknowledged(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rl.db")
-	clk := newFakeClock()
-	var f recFail
-	l := openDurable(t, path, clk, func(o *Options) { o.beforeCommit = f.hook })
+	clk := newClock()
+	var f commitFailure
+	l := open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now, beforeCommit: f.hook})
 	for i := 0; i < 5; i++ {
-		mustLimit(t, l, Request{Name: "big", Key: "k" + strconv.Itoa(i), Count: float64(i + 1)})
+		limit(t, l, Request{Name: "big", Key: "k" + strconv.Itoa(i), Count: float64(i + 1)})
 	}
 	if err := l.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	mustLimit(t, l, Request{Name: "big", Key: "k0", Count: 100})
+	limit(t, l, Request{Name: "big", Key: "k0", Count: 100})
 	f.on.Store(true)
-	l.Limit(recCtx, Request{Name: "big", Key: "k1", Count: 1000})
+	l.Limit(bg, Request{Name: "big", Key: "k1", Count: 1000})
 	_ = l.Snapshot()
 	_ = l.Close()
 	f.on.Store(false)
-	l = openDurable(t, path, clk, nil)
-	defer l.Close()
+	l = open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now})
 	for i := 0; i < 5; i++ {
 		want := 1e9 - float64(i+1)
 		if i == 0 {
 			want -= 100
 		}
-		got := mustValue(t, l, "big", "k"+strconv.Itoa(i))
+		got := value(t, l, "big", "k"+strconv.Itoa(i)).Value
 		if got > want {
 			t.Errorf("k%d = %v, more than %v: an acknowledged grant was lost", i, got, want)
 		}
 	}
 }
-
-// ------------------------------------------------------------ fuzzy snapshot
 
 // Snapshots taken back to back while grants, credits, sharded grants,
 // LimitAll, LimitMany and resets run: with a frozen clock and integer
@@ -179,12 +232,12 @@ func TestRecoverySnapshotAfterFailureKeepsAcknowledged(t *testing.T) {
 func TestRecoveryFuzzySnapshotUnderLoadExact(t *testing.T) {
 	for _, parts := range []int{1, 3, 16} {
 		for _, slow := range []bool{false, true} {
-			t.Run(fmt.Sprintf("partitions=%d/slowCommits=%v", parts, slow), func(t *testing.T) { recFuzzySnapshot(t, parts, slow) })
+			t.Run(fmt.Sprintf("partitions=%d/slowCommits=%v", parts, slow), func(t *testing.T) { fuzzySnapshot(t, parts, slow) })
 		}
 	}
 }
 
-func recFuzzySnapshot(t *testing.T, parts int, slow bool) {
+func fuzzySnapshot(t *testing.T, parts int, slow bool) {
 	const capacity = 1e9
 	limits := map[string]Config{
 		"k":  {Kind: TokenBucket, Rate: capacity, Period: time.Hour},
@@ -192,25 +245,17 @@ func recFuzzySnapshot(t *testing.T, parts int, slow bool) {
 		"fw": {Kind: FixedWindow, Rate: capacity, Period: time.Hour},
 	}
 	path := filepath.Join(t.TempDir(), "rl.db")
-	clk := newFakeClock()
-	open := func() *Limiter {
-		o := Options{Path: path, Limits: limits, Now: clk.Now, Partitions: parts,
-			SweepInterval: -1, SnapshotInterval: -1, SnapshotBytes: -1}
-		if slow { // widen the window between a batch's Append and its commit
-			o.beforeCommit = func(uint64) error {
-				for i := 0; i < 50; i++ {
-					runtime.Gosched()
-				}
-				return nil
+	clk := newClock()
+	opts := Options{Path: path, Limits: limits, Now: clk.Now, Partitions: parts}
+	if slow { // widen the window between a batch's Append and its commit
+		opts.beforeCommit = func(uint64) error {
+			for i := 0; i < 50; i++ {
+				runtime.Gosched()
 			}
+			return nil
 		}
-		l, err := Open(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
 	}
-	l := open()
+	l := open(t, opts)
 	keys := []string{"a", "b", "c", "d", "e"}
 	var mu sync.Mutex
 	used := map[string]float64{} // "name/key" -> acknowledged net use
@@ -254,10 +299,10 @@ func recFuzzySnapshot(t *testing.T, parts int, slow bool) {
 				n := float64(1 + (w+i)%3)
 				switch i % 6 {
 				case 0, 1:
-					if s, err := l.Limit(recCtx, Request{Name: "k", Key: k, Count: n}); err == nil && s.OK {
+					if s, err := l.Limit(bg, Request{Name: "k", Key: k, Count: n}); err == nil && s.OK {
 						add("k/"+k, n)
 						if i%4 == 0 {
-							if err := l.Credit(recCtx, "k", k, n); err == nil {
+							if err := l.Credit(bg, "k", k, n); err == nil {
 								add("k/"+k, -n)
 							} else {
 								t.Errorf("Credit: %v", err)
@@ -267,10 +312,10 @@ func recFuzzySnapshot(t *testing.T, parts int, slow bool) {
 						t.Errorf("Limit = %+v, %v", s, err)
 					}
 				case 2:
-					if s, err := l.Limit(recCtx, Request{Name: "sh", Key: k, Count: n}); err == nil && s.OK {
+					if s, err := l.Limit(bg, Request{Name: "sh", Key: k, Count: n}); err == nil && s.OK {
 						add("sh/"+k, n)
 						if i%4 == 0 {
-							if err := l.Credit(recCtx, "sh", k, n); err == nil {
+							if err := l.Credit(bg, "sh", k, n); err == nil {
 								add("sh/"+k, -n)
 							} else {
 								t.Errorf("Credit sh: %v", err)
@@ -280,7 +325,7 @@ func recFuzzySnapshot(t *testing.T, parts int, slow bool) {
 						t.Errorf("Limit sh = %+v, %v", s, err)
 					}
 				case 3:
-					if s, err := l.LimitAll(recCtx, Request{Name: "k", Key: k, Count: n}, Request{Name: "sh", Key: k, Count: n}, Request{Name: "fw", Key: k, Count: n}); err == nil && s.OK {
+					if s, err := l.LimitAll(bg, Request{Name: "k", Key: k, Count: n}, Request{Name: "sh", Key: k, Count: n}, Request{Name: "fw", Key: k, Count: n}); err == nil && s.OK {
 						add("k/"+k, n)
 						add("sh/"+k, n)
 						add("fw/"+k, n)
@@ -292,7 +337,7 @@ func recFuzzySnapshot(t *testing.T, parts int, slow bool) {
 					for _, k := range keys {
 						rs = append(rs, Request{Name: "fw", Key: k, Count: n})
 					}
-					for j, d := range l.LimitMany(recCtx, rs, nil) {
+					for j, d := range l.LimitMany(bg, rs, nil) {
 						if d.Err == nil && d.OK {
 							add("fw/"+rs[j].Key, n)
 						} else {
@@ -302,13 +347,13 @@ func recFuzzySnapshot(t *testing.T, parts int, slow bool) {
 				case 5:
 					// Reset a key only this worker uses, then grant on it.
 					own := "own" + strconv.Itoa(w)
-					if err := l.Reset(recCtx, "k", own); err != nil {
+					if err := l.Reset(bg, "k", own); err != nil {
 						t.Errorf("Reset: %v", err)
 					}
 					mu.Lock()
 					used["k/"+own] = 0
 					mu.Unlock()
-					if s, err := l.Limit(recCtx, Request{Name: "k", Key: own, Count: n}); err == nil && s.OK {
+					if s, err := l.Limit(bg, Request{Name: "k", Key: own, Count: n}); err == nil && s.OK {
 						add("k/"+own, n)
 					}
 				}
@@ -320,17 +365,16 @@ func recFuzzySnapshot(t *testing.T, parts int, slow bool) {
 	<-snapDone
 	before := map[string]float64{}
 	for k := range used {
-		name, key, _ := recCut(k)
-		before[k] = mustValue(t, l, name, key)
+		name, key, _ := cutRef(k)
+		before[k] = value(t, l, name, key).Value
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l = open()
-	defer l.Close()
+	l = open(t, opts)
 	for k, u := range used {
-		name, key, _ := recCut(k)
-		got := mustValue(t, l, name, key)
+		name, key, _ := cutRef(k)
+		got := value(t, l, name, key).Value
 		if got != before[k] {
 			t.Errorf("%s after reopen = %v, before close %v", k, got, before[k])
 		}
@@ -342,7 +386,7 @@ func recFuzzySnapshot(t *testing.T, parts int, slow bool) {
 	t.Logf("%d snapshots under load", snaps.Load())
 }
 
-func recCut(s string) (string, string, bool) {
+func cutRef(s string) (string, string, bool) {
 	for i := 0; i < len(s); i++ {
 		if s[i] == '/' {
 			return s[:i], s[i+1:], true
@@ -351,33 +395,32 @@ func recCut(s string) (string, string, bool) {
 	return s, "", false
 }
 
-// ------------------------------------------------------- Close while in flight
-
 // Close while callers grant, credit and snapshot: every acknowledged grant
 // and credit survives reopening,
 // and nothing answered with an error was written (frozen clock: exact).
 func TestRecoveryCloseWhileGrantingExact(t *testing.T) {
 	const capacity = 1e9
 	path := filepath.Join(t.TempDir(), "rl.db")
-	clk := newFakeClock()
+	clk := newClock()
 	limits := map[string]Config{
 		"k":  {Kind: TokenBucket, Rate: capacity, Period: time.Hour},
 		"sh": {Kind: TokenBucket, Rate: capacity, Period: time.Hour, Shards: 4},
 	}
-	open := func() *Limiter {
-		l, err := Open(Options{Path: path, Limits: limits, Now: clk.Now, Partitions: 4,
-			SweepInterval: -1, SnapshotInterval: -1, SnapshotBytes: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	recPrev := map[string]float64{}
+	opts := Options{Path: path, Limits: limits, Now: clk.Now, Partitions: 4}
+	counted := map[string]float64{} // used, as counted after the last reopen
 	for round := 0; round < 3; round++ {
-		l := open()
+		l := open(t, opts)
 		var mu sync.Mutex
 		used := map[string]float64{}
 		add := func(k string, n float64) { mu.Lock(); used[k] += n; mu.Unlock() }
+		if round == 0 { // a debt the credits below cannot repay: none is capped
+			for k := range 3 {
+				if !limit(t, l, Request{Name: "sh", Key: strconv.Itoa(k), Count: 1000}).OK {
+					t.Fatal("a debt of 1000 was refused")
+				}
+				add("sh/"+strconv.Itoa(k), 1000)
+			}
+		}
 		var ops atomic.Int64
 		var wg sync.WaitGroup
 		for w := 0; w < 12; w++ {
@@ -391,22 +434,22 @@ func TestRecoveryCloseWhileGrantingExact(t *testing.T) {
 					switch i % 4 {
 					case 0:
 						var s Status
-						if s, err = l.Limit(recCtx, Request{Name: "k", Key: k, Count: n}); err == nil && s.OK {
+						if s, err = l.Limit(bg, Request{Name: "k", Key: k, Count: n}); err == nil && s.OK {
 							add("k/"+k, n)
 						}
 					case 1:
 						var s Status
-						if s, err = l.Limit(recCtx, Request{Name: "sh", Key: k, Count: n}); err == nil && s.OK {
+						if s, err = l.Limit(bg, Request{Name: "sh", Key: k, Count: n}); err == nil && s.OK {
 							add("sh/"+k, n)
 						}
 					case 2:
 						var s Status
-						if s, err = l.LimitAll(recCtx, Request{Name: "k", Key: k, Count: n}, Request{Name: "sh", Key: k, Count: n}); err == nil && s.OK {
+						if s, err = l.LimitAll(bg, Request{Name: "k", Key: k, Count: n}, Request{Name: "sh", Key: k, Count: n}); err == nil && s.OK {
 							add("k/"+k, n)
 							add("sh/"+k, n)
 						}
 					default:
-						if err = l.Credit(recCtx, "sh", k, 1); err == nil {
+						if err = l.Credit(bg, "sh", k, 1); err == nil {
 							add("sh/"+k, -1)
 						}
 					}
@@ -444,62 +487,55 @@ func TestRecoveryCloseWhileGrantingExact(t *testing.T) {
 		}
 		wg.Wait()
 		<-snapDone
-		l = open()
+		l = open(t, opts)
 		for k, u := range used {
-			name, key, _ := recCut(k)
-			prev := recPrev[k]
-			got := capacity - mustValue(t, l, name, key)
+			name, key, _ := cutRef(k)
+			prev := counted[k]
+			got := capacity - value(t, l, name, key).Value
 			if got != prev+u && (name != "sh" || math.Abs(got-prev-u) > 1e-3) {
 				t.Errorf("round %d: %s counts %v used, acknowledged %v", round, k, got, prev+u)
 			}
-			recPrev[k] = got
+			counted[k] = got
 		}
 		l.Close()
 	}
 }
-
-// ------------------------------------------------------------- config changes
 
 // Buckets of a limit removed from Options.Limits, or of shards beyond a
 // reduced shard count, are kept through snapshots and restarts; when the
 // limit comes back, its state is back (nothing acknowledged was lost).
 func TestRecoveryRemovedLimitAndShardsKeptThroughSnapshots(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rl.db")
-	clk := newFakeClock()
+	clk := newClock()
 	full := map[string]Config{
 		"gone": {Kind: TokenBucket, Rate: 10, Period: time.Hour},
 		"sh":   {Kind: TokenBucket, Rate: 40, Period: time.Hour, Shards: 4},
 	}
-	open := func(limits map[string]Config) *Limiter {
-		l, err := Open(Options{Path: path, Limits: limits, Now: clk.Now, SweepInterval: -1, SnapshotInterval: -1, SnapshotBytes: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
+	reopen := func(limits map[string]Config) *Limiter {
+		return open(t, Options{Path: path, Limits: limits, Now: clk.Now})
 	}
-	l := open(full)
-	mustLimit(t, l, Request{Name: "gone", Key: "x", Count: 7})
+	l := reopen(full)
+	limit(t, l, Request{Name: "gone", Key: "x", Count: 7})
 	for i := 0; i < 12; i++ {
-		mustLimit(t, l, Request{Name: "sh", Key: "y", Count: 3})
+		limit(t, l, Request{Name: "sh", Key: "y", Count: 3})
 	}
 	before := shardValues(t, l, "sh", "y")
 	l.Close()
 	// Run 2: "gone" removed, "sh" down to 2 shards; snapshot twice.
-	l = open(map[string]Config{"sh": {Kind: TokenBucket, Rate: 40, Period: time.Hour, Shards: 2}})
+	l = reopen(map[string]Config{"sh": {Kind: TokenBucket, Rate: 40, Period: time.Hour, Shards: 2}})
 	clk.Advance(time.Second)
 	if err := l.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
-	l = open(map[string]Config{})
+	l = reopen(map[string]Config{})
 	if err := l.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
 	// Run 3: back as they were.
-	l = open(full)
-	defer l.Close()
-	if v := mustValue(t, l, "gone", "x"); v > 3+10.0/3600+1e-9 {
+	l = reopen(full)
+	if v := value(t, l, "gone", "x").Value; v > 3+10.0/3600+1e-9 {
 		t.Errorf("gone/x = %v after the limit came back, want about 3", v)
 	}
 	after := shardValues(t, l, "sh", "y")
@@ -514,26 +550,25 @@ func TestRecoveryRemovedLimitAndShardsKeptThroughSnapshots(t *testing.T) {
 // any request carried the config again, and a second restart.
 func TestRecoveryInlineLimitSurvivesSnapshotBeforeUse(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rl.db")
-	clk := newFakeClock()
+	clk := newClock()
 	cfg := &Config{Kind: FixedWindow, Rate: 10, Period: time.Hour}
-	l := openDurable(t, path, clk, nil)
-	mustLimit(t, l, Request{Name: "inl", Key: "k", Count: 8, Config: cfg})
-	mustLimit(t, l, Request{Name: "inl-sh", Key: "k", Count: 8, Config: &Config{Kind: TokenBucket, Rate: 10, Period: time.Hour, Shards: 2}})
+	l := open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now})
+	limit(t, l, Request{Name: "inl", Key: "k", Count: 8, Config: cfg})
+	limit(t, l, Request{Name: "inl-sh", Key: "k", Count: 8, Config: &Config{Kind: TokenBucket, Rate: 10, Period: time.Hour, Shards: 2}})
 	l.Close()
 	for i := 0; i < 2; i++ {
-		l = openDurable(t, path, clk, nil)
+		l = open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now})
 		clk.Advance(time.Second)
 		if err := l.Snapshot(); err != nil {
 			t.Fatal(err)
 		}
 		l.Close()
 	}
-	l = openDurable(t, path, clk, nil)
-	defer l.Close()
-	if s := mustLimit(t, l, Request{Name: "inl", Key: "k", Count: 3, Config: cfg}); s.OK {
+	l = open(t, Options{Path: path, Limits: durableLimits, Now: clk.Now})
+	if s := limit(t, l, Request{Name: "inl", Key: "k", Count: 3, Config: cfg}); s.OK {
 		t.Errorf("inline fixed window granted 3 more in the same window after restarts: its 8 were lost")
 	}
-	if s := mustLimit(t, l, Request{Name: "inl-sh", Key: "k", Count: 3, Config: &Config{Kind: TokenBucket, Rate: 10, Period: time.Hour, Shards: 2}}); s.OK {
+	if s := limit(t, l, Request{Name: "inl-sh", Key: "k", Count: 3, Config: &Config{Kind: TokenBucket, Rate: 10, Period: time.Hour, Shards: 2}}); s.OK {
 		t.Errorf("inline sharded limit granted 3 more: its 8 were lost")
 	}
 }
@@ -543,29 +578,22 @@ func TestRecoveryInlineLimitSurvivesSnapshotBeforeUse(t *testing.T) {
 // value equals what the limiter reported just before Close.
 func TestRecoverySnapshotsAndSweepsWithMovingClockMatchMemory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rl.db")
-	clk := newFakeClock()
+	clk := newClock()
 	limits := map[string]Config{
 		"tb": {Kind: TokenBucket, Rate: 10, Period: time.Second},
 		"fw": {Kind: FixedWindow, Rate: 10, Period: time.Second, Capacity: 15},
 		"sh": {Kind: TokenBucket, Rate: 40, Period: time.Second, Shards: 4},
 		"rs": {Kind: TokenBucket, Rate: 5, Period: time.Second, MaxReserved: 20},
 	}
-	open := func() *Limiter {
-		l, err := Open(Options{Path: path, Limits: limits, Now: clk.Now, Partitions: 4,
-			SweepInterval: -1, SnapshotInterval: -1, SnapshotBytes: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	l := open()
+	opts := Options{Path: path, Limits: limits, Now: clk.Now, Partitions: 4}
+	l := open(t, opts)
 	const nkeys = 20
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	bg := make(chan struct{})
+	janitor := make(chan struct{})
 	kick := make(chan struct{}, 1) // workers ask for a step as they go
 	go func() {                    // clock, snapshots and sweeps
-		defer close(bg)
+		defer close(janitor)
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -600,22 +628,22 @@ func TestRecoverySnapshotsAndSweepsWithMovingClockMatchMemory(t *testing.T) {
 				var err error
 				switch i % 7 {
 				case 0:
-					_, err = l.Limit(recCtx, Request{Name: "tb", Key: k, Count: n})
+					_, err = l.Limit(bg, Request{Name: "tb", Key: k, Count: n})
 				case 1:
-					_, err = l.Limit(recCtx, Request{Name: "fw", Key: k, Count: n})
+					_, err = l.Limit(bg, Request{Name: "fw", Key: k, Count: n})
 				case 2:
-					_, err = l.Limit(recCtx, Request{Name: "sh", Key: k, Count: n})
+					_, err = l.Limit(bg, Request{Name: "sh", Key: k, Count: n})
 				case 3:
-					_, err = l.Limit(recCtx, Request{Name: "rs", Key: k, Count: n, Reserve: true})
+					_, err = l.Limit(bg, Request{Name: "rs", Key: k, Count: n, Reserve: true})
 				case 4:
-					_, err = l.LimitAll(recCtx, Request{Name: "tb", Key: k, Count: n}, Request{Name: "sh", Key: k, Count: n}, Request{Name: "fw", Key: k})
+					_, err = l.LimitAll(bg, Request{Name: "tb", Key: k, Count: n}, Request{Name: "sh", Key: k, Count: n}, Request{Name: "fw", Key: k})
 				case 5:
-					err = l.Credit(recCtx, []string{"tb", "sh", "rs", "fw"}[i%4], k, n)
+					err = l.Credit(bg, []string{"tb", "sh", "rs", "fw"}[i%4], k, n)
 				default:
 					if i%5 == 0 {
-						err = l.Reset(recCtx, "tb", k)
+						err = l.Reset(bg, "tb", k)
 					} else {
-						_, err = l.Limit(recCtx, Request{Name: "tb", Key: k, Count: n})
+						_, err = l.Limit(bg, Request{Name: "tb", Key: k, Count: n})
 					}
 				}
 				if err != nil {
@@ -627,7 +655,7 @@ func TestRecoverySnapshotsAndSweepsWithMovingClockMatchMemory(t *testing.T) {
 	}
 	wg.Wait()
 	close(stop)
-	<-bg
+	<-janitor
 	before := map[string][]float64{}
 	for name := range limits {
 		for k := 0; k < nkeys; k++ {
@@ -637,10 +665,9 @@ func TestRecoverySnapshotsAndSweepsWithMovingClockMatchMemory(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l = open()
-	defer l.Close()
+	l = open(t, opts)
 	for nk, want := range before {
-		name, key, _ := recCut(nk)
+		name, key, _ := cutRef(nk)
 		got := shardValues(t, l, name, key)
 		for i := range want {
 			if got[i] != want[i] {
@@ -650,11 +677,9 @@ func TestRecoverySnapshotsAndSweepsWithMovingClockMatchMemory(t *testing.T) {
 	}
 }
 
-// ------------------------------------------------------------- crashed files
-
-// recGeometry returns the bbolt file's page size and high-water mark
+// boltGeometry returns the bbolt file's page size and high-water mark
 // (the end of the pages its current meta uses).
-func recGeometry(t *testing.T, path string) (page int, hwm int64) {
+func boltGeometry(t *testing.T, path string) (page int, hwm int64) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
@@ -703,35 +728,34 @@ func TestRecoveryReopenAfterPartialPreallocationAndGarbageTail(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "rl.db")
-			clk := newFakeClock()
-			pre := func(o *Options) { o.LogPreallocate = 1 << 20 }
-			l := openDurable(t, path, clk, pre)
-			mustLimit(t, l, Request{Name: "big", Key: "a", Count: 5})
-			mustLimit(t, l, Request{Name: "sh", Count: 7})
+			clk := newClock()
+			opts := Options{Path: path, Limits: durableLimits, Now: clk.Now, LogPreallocate: 1 << 20}
+			l := open(t, opts)
+			limit(t, l, Request{Name: "big", Key: "a", Count: 5})
+			limit(t, l, Request{Name: "sh", Count: 7})
 			if err := l.Snapshot(); err != nil {
 				t.Fatal(err)
 			}
-			mustLimit(t, l, Request{Name: "big", Key: "a", Count: 6})
+			limit(t, l, Request{Name: "big", Key: "a", Count: 6})
 			l.Close()
-			page, hwm := recGeometry(t, path)
+			page, hwm := boltGeometry(t, path)
 			tc.mess(t, path, page, hwm)
-			l = openDurable(t, path, clk, pre)
-			if v := mustValue(t, l, "big", "a"); v != 1e9-11 {
+			l = open(t, opts)
+			if v := value(t, l, "big", "a").Value; v != 1e9-11 {
 				t.Errorf("big/a = %v after reopen, want %v", v, 1e9-11)
 			}
 			for i := 0; i < 50; i++ { // grow the file past the messed tail
-				mustLimit(t, l, Request{Name: "big", Key: "k" + strconv.Itoa(i), Count: 1})
+				limit(t, l, Request{Name: "big", Key: "k" + strconv.Itoa(i), Count: 1})
 			}
-			mustLimit(t, l, Request{Name: "big", Key: "a", Count: 1})
+			limit(t, l, Request{Name: "big", Key: "a", Count: 1})
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			l = openDurable(t, path, clk, pre)
-			defer l.Close()
-			if v := mustValue(t, l, "big", "a"); v != 1e9-12 {
+			l = open(t, opts)
+			if v := value(t, l, "big", "a").Value; v != 1e9-12 {
 				t.Errorf("big/a = %v after second reopen, want %v", v, 1e9-12)
 			}
-			if v := mustValue(t, l, "sh", ""); v != 33 {
+			if v := value(t, l, "sh", "").Value; v != 33 {
 				t.Errorf("sh = %v, want 33", v)
 			}
 		})
@@ -748,27 +772,27 @@ func TestRecoveryTornLastCommitFallsBackWhole(t *testing.T) {
 	for _, torn := range []bool{false, true} {
 		t.Run("tornMeta="+strconv.FormatBool(torn), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "rl.db")
-			clk := newFakeClock()
-			pre := func(o *Options) { o.LogPreallocate = 1 << 20; o.Partitions = 1 }
-			l := openDurable(t, path, clk, pre)
-			mustLimit(t, l, Request{Name: "big", Key: "a", Count: 5})
+			clk := newClock()
+			opts := Options{Path: path, Limits: durableLimits, Now: clk.Now, LogPreallocate: 1 << 20, Partitions: 1}
+			l := open(t, opts)
+			limit(t, l, Request{Name: "big", Key: "a", Count: 5})
 			if err := l.Snapshot(); err != nil {
 				t.Fatal(err)
 			}
-			mustLimit(t, l, Request{Name: "big", Key: "a", Count: 6})
+			limit(t, l, Request{Name: "big", Key: "a", Count: 6})
 			l.Close()
 			f1, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			l = openDurable(t, path, clk, pre)
+			l = open(t, opts)
 			// One commit (one bbolt transaction): a batch of records.
 			rs := make([]Request, 300)
 			for i := range rs {
 				rs[i] = Request{Name: "big", Key: "n" + strconv.Itoa(i), Count: 2}
 			}
 			rs[0] = Request{Name: "big", Key: "a", Count: 100}
-			for _, d := range l.LimitMany(recCtx, rs, nil) {
+			for _, d := range l.LimitMany(bg, rs, nil) {
 				if d.Err != nil || !d.OK {
 					t.Fatal(d)
 				}
@@ -781,7 +805,7 @@ func TestRecoveryTornLastCommitFallsBackWhole(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			page, _ := recGeometry(t, path)
+			page, _ := boltGeometry(t, path)
 			// The meta slot the last transaction wrote is the one that
 			// differs; put back its previous content (or tear it).
 			changed := -1
@@ -811,9 +835,7 @@ func TestRecoveryTornLastCommitFallsBackWhole(t *testing.T) {
 				// A damaged meta page cannot be told from one damaged after
 				// its commit was acknowledged: Open refuses, and Salvage
 				// reads the previous transaction, reporting the loss.
-				o := Options{Path: path, Now: clk.Now}
-				pre(&o)
-				if _, err := Open(o); !errors.Is(err, ErrCorrupt) {
+				if _, err := Open(opts); !errors.Is(err, ErrCorrupt) {
 					t.Fatalf("Open with a torn meta page = %v, want ErrCorrupt", err)
 				}
 				salvaged := path + ".salvaged"
@@ -821,237 +843,30 @@ func TestRecoveryTornLastCommitFallsBackWhole(t *testing.T) {
 				if err != nil || len(rep.Problems) == 0 {
 					t.Fatalf("Salvage = %+v, %v; want the torn meta page reported", rep, err)
 				}
-				path = salvaged
+				opts.Path = salvaged
 			}
-			l = openDurable(t, path, clk, pre)
-			if v := mustValue(t, l, "big", "a"); v != 1e9-11 {
+			l = open(t, opts)
+			if v := value(t, l, "big", "a").Value; v != 1e9-11 {
 				t.Errorf("big/a = %v, want %v (the torn batch absent, the rest present)", v, 1e9-11)
 			}
-			if v := mustValue(t, l, "big", "n5"); v != 1e9 {
+			if v := value(t, l, "big", "n5").Value; v != 1e9 {
 				t.Errorf("big/n5 = %v, want full", v)
 			}
-			mustLimit(t, l, Request{Name: "big", Key: "a", Count: 1})
+			limit(t, l, Request{Name: "big", Key: "a", Count: 1})
 			for i := 0; i < 20; i++ {
-				mustLimit(t, l, Request{Name: "big", Key: "m" + strconv.Itoa(i)})
+				limit(t, l, Request{Name: "big", Key: "m" + strconv.Itoa(i)})
 			}
 			if err := l.Snapshot(); err != nil {
 				t.Fatal(err)
 			}
-			mustLimit(t, l, Request{Name: "big", Key: "a", Count: 1})
+			limit(t, l, Request{Name: "big", Key: "a", Count: 1})
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			l = openDurable(t, path, clk, pre)
-			defer l.Close()
-			if v := mustValue(t, l, "big", "a"); v != 1e9-13 {
+			l = open(t, opts)
+			if v := value(t, l, "big", "a").Value; v != 1e9-13 {
 				t.Errorf("big/a = %v after continuing, want %v", v, 1e9-13)
 			}
 		})
-	}
-}
-
-// ------------------------------------------------------------------ kill -9
-
-// The crash test of crash_test.go, with credits (sharded ones cross
-// partitions) and sequential grant/reset workers, snapshots under load. The
-// parent checks after every round that each bucket holds its acknowledged
-// grants minus its acknowledged credits, within what was in flight, and for
-// the reset keys that an acknowledged reset is never undone and the grants
-// after it are kept.
-
-const (
-	recCrashEnv     = "RATELIMIT_RV2_CRASH_CHILD"
-	recCrashWorkers = 16
-	recCrashCap     = 1e12
-)
-
-var recCrashKeys = []string{"a", "b", "c", "d"}
-
-func recCrashOptions(path string) Options {
-	o := crashOptions(path)
-	o.Partitions = 8
-	return o
-}
-
-func TestRecoveryCrashChild(t *testing.T) {
-	path := os.Getenv(recCrashEnv)
-	if path == "" {
-		t.Skip("run by TestRecoveryCrashRecoveryCreditsAndResets")
-	}
-	l, err := Open(recCrashOptions(path))
-	if err != nil {
-		fmt.Println("open-error", err)
-		os.Exit(3)
-	}
-	var out sync.Mutex
-	w := bufio.NewWriter(os.Stdout)
-	report := func(line string) {
-		out.Lock()
-		w.WriteString(line)
-		w.WriteByte('\n')
-		w.Flush()
-		out.Unlock()
-	}
-	go func() {
-		for {
-			time.Sleep(10 * time.Millisecond) // the child's own pacing, not a test wait
-			l.Snapshot()
-		}
-	}()
-	report("ready")
-	for i := 0; i < recCrashWorkers; i++ {
-		go func(i int) {
-			r := rand.New(rand.NewPCG(uint64(i), uint64(os.Getpid())))
-			for {
-				key := recCrashKeys[r.IntN(len(recCrashKeys))]
-				n := float64(1 + r.IntN(3))
-				name, rkey := "key", key
-				if r.IntN(2) == 0 {
-					name, rkey = "global", ""
-				}
-				if s, err := l.Limit(recCtx, Request{Name: name, Key: rkey, Count: n}); err == nil && s.OK {
-					report(fmt.Sprintf("grant %s/%s %v", name, rkey, n))
-					if r.IntN(2) == 0 {
-						if err := l.Credit(recCtx, name, rkey, n); err == nil {
-							report(fmt.Sprintf("credit %s/%s %v", name, rkey, n))
-						}
-					}
-				}
-			}
-		}(i)
-	}
-	for i := range recCrashKeys {
-		go func(i int) { // sequential: grant, grant, ..., reset
-			key := "r" + strconv.Itoa(i)
-			for j := 0; ; j++ {
-				if j%5 == 4 {
-					if err := l.Reset(recCtx, "key", key); err == nil {
-						report(fmt.Sprintf("reset key/%s 0", key))
-					}
-					continue
-				}
-				if s, err := l.Limit(recCtx, Request{Name: "key", Key: key, Count: 2}); err == nil && s.OK {
-					report(fmt.Sprintf("grant key/%s 2", key))
-				}
-			}
-		}(i)
-	}
-	select {}
-}
-
-func TestRecoveryCrashRecoveryCreditsAndResets(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test skipped in -short mode")
-	}
-	path := filepath.Join(t.TempDir(), "crash.db")
-	used := map[string]float64{} // observed at the last reopen, then acknowledged since
-	for round := 0; round < 4; round++ {
-		cmd, sc := startCrashChild(t, round, "TestRecoveryCrashChild", recCrashEnv, path)
-		kill := func() { cmd.Process.Signal(syscall.SIGKILL) }
-		killAfter := time.Duration(100+rand.IntN(400)) * time.Millisecond
-		timer := time.AfterFunc(time.Minute, kill)
-		lines := 0
-		acked := map[string]float64{}
-		resetSeen := map[string]bool{}
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) != 3 {
-				continue
-			}
-			n, err := strconv.ParseFloat(f[2], 64)
-			if err != nil {
-				continue
-			}
-			if lines++; lines == 1 {
-				timer.Stop()
-				timer = time.AfterFunc(killAfter, kill)
-			}
-			switch f[0] {
-			case "grant":
-				acked[f[1]] += n
-			case "credit":
-				acked[f[1]] -= n
-			case "reset":
-				acked[f[1]] = 0
-				resetSeen[f[1]] = true
-			}
-		}
-		timer.Stop()
-		waitKilled(t, round, cmd)
-		l, err := Open(recCrashOptions(path))
-		if err != nil {
-			t.Fatalf("round %d: reopen: %v", round, err)
-		}
-		const flight = recCrashWorkers * 3 // one op of at most 3 per worker
-		check := func(nk string, lo, hi float64) {
-			name, key, _ := recCut(nk)
-			got := recCrashCap - mustValue(t, l, name, key)
-			if got < lo-1e-3 || got > hi+1e-3 {
-				t.Errorf("round %d: %s counts %v used, want within [%v, %v]", round, nk, got, lo, hi)
-			}
-			used[nk] = got
-		}
-		for _, k := range recCrashKeys {
-			nk := "key/" + k
-			want := used[nk] + acked[nk]
-			check(nk, want-flight, want+flight)
-		}
-		check("global/", used["global/"]+acked["global/"]-flight, used["global/"]+acked["global/"]+flight)
-		for i := range recCrashKeys {
-			nk := "key/r" + strconv.Itoa(i)
-			base := used[nk]
-			if resetSeen[nk] {
-				base = 0
-			}
-			want := base + acked[nk]
-			name, key, _ := recCut(nk)
-			got := recCrashCap - mustValue(t, l, name, key)
-			// Exactly the acknowledged state, or one op more: a grant of 2
-			// or a reset in flight.
-			if got != want && got != want+2 && got != 0 {
-				t.Errorf("round %d: %s counts %v used, acknowledged %v (reset seen %v)", round, nk, got, want, resetSeen[nk])
-			}
-			used[nk] = got
-		}
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("round %d: %d lines, killed after %v", round, lines, killAfter)
-	}
-}
-
-// A credit whose context ends while its commit is under way is still
-// waited for: Credit's answer says whether the tokens were given back, so
-// a caller told it failed can retry without crediting twice.
-func TestCanceledCreditAnswersItsOutcome(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rl.db")
-	clk := newFakeClock()
-	ctx, cancel := context.WithCancel(recCtx)
-	defer cancel()
-	var armed atomic.Bool
-	l := openDurable(t, path, clk, func(o *Options) {
-		o.beforeCommit = func(uint64) error {
-			if armed.CompareAndSwap(true, false) {
-				cancel() // the credit's context ends during its commit
-			}
-			return nil
-		}
-	})
-	mustLimit(t, l, Request{Name: "tb", Key: "k", Count: 10})
-	armed.Store(true)
-	creditErr := l.Credit(ctx, "tb", "k", 4)
-	if armed.Load() {
-		t.Fatal("the credit's commit never ran")
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if creditErr != nil {
-		t.Fatalf("Credit committed, but returned %v", creditErr)
-	}
-	l = openDurable(t, path, clk, nil)
-	defer l.Close()
-	if v := mustValue(t, l, "tb", "k"); v != 4 {
-		t.Errorf("tb/k = %v after a Credit of 4 that returned nil, want 4", v)
 	}
 }

@@ -4,6 +4,8 @@ import "github.com/seed7fbd42b6/ratelimit/internal/actor"
 
 // Request asks a limit for tokens.
 type Request struct {
+	// Name is the limit's: one of Options.Limits, or any name for a
+	// Config carried inline.
 	Name string
 	// Key selects the bucket within the limit; "" is the limit's one
 	// shared (global) bucket. Any bytes.

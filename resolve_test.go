@@ -1,46 +1,92 @@
 package ratelimit
 
-import (
-	"testing"
+// Resolving a request's limit: inline configs and their cache.
 
-	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
 )
 
-// twoShards draws a uniformly random shard and its pair mate, which lives on
-// the same partition; the last shard of an odd count has no mate and is
-// drawn with every other shard in turn.
-func TestTwoShards(t *testing.T) {
-	g := actor.NewGroup(16, actor.NopLog{}, func() int64 { return 0 })
-	const draws = 20000
-	for _, n := range []int{2, 3, 4, 5, 16, 17, 64} {
-		first := make([]int, n)
-		lonePartners := map[int]bool{}
-		for k := 0; k < draws; k++ {
-			i, j := twoShards(n)
-			if i == j || i < 0 || j < 0 || i >= n || j >= n {
-				t.Fatalf("n=%d: drew %d, %d", n, i, j)
-			}
-			first[i]++
-			if i^1 >= n {
-				lonePartners[j] = true
-				continue
-			}
-			if j != i^1 {
-				t.Fatalf("n=%d: drew %d with %d, not with its mate %d", n, i, j, i^1)
-			}
-			for h := range uint64(32) {
-				if pi, pj := g.Route(h, uint32(i)), g.Route(h, uint32(j)); pi != pj {
-					t.Fatalf("n=%d hash %d: mates %d and %d on partitions %d and %d", n, h, i, j, pi, pj)
-				}
-			}
+// An inline config limits like a named one and wins over Options.Limits
+// for its request.
+func TestInlineConfig(t *testing.T) {
+	clk := newClock()
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"named": tb(10, M)}})
+	inline := tb(3, M)
+	r := Request{Name: "inl", Key: "k", Config: &inline}
+	for i := 0; i < 3; i++ {
+		if st := limit(t, l, r); !st.OK {
+			t.Fatalf("inline grant %d denied: %+v", i, st)
 		}
-		for s, f := range first {
-			if f < draws/n/2 {
-				t.Fatalf("n=%d: shard %d drawn first only %d times of %d", n, s, f, draws)
-			}
+	}
+	st := limit(t, l, r)
+	if st.OK || st.RetryAfter != 20*S {
+		t.Errorf("inline {3/min} 4th request = %+v, want denied with RetryAfter 20s", st)
+	}
+	// inline wins over Options.Limits: capacity 2 rejects count 3 although
+	// the named limit holds 10
+	small := tb(2, M)
+	if _, err := l.Limit(bg, Request{Name: "named", Key: "z", Count: 3, Config: &small}); !errors.Is(err, ErrInvalidCount) {
+		t.Errorf("inline capacity 2 over named capacity 10, count 3: err = %v, want ErrInvalidCount", err)
+	}
+	big := withCap(tb(10, M), 50)
+	if st, err := l.Limit(bg, Request{Name: "inl2", Key: "z", Count: 30, Config: &big}); err != nil || !st.OK {
+		t.Errorf("inline capacity 50, count 30: %+v, %v; want granted", st, err)
+	}
+}
+
+// The inline-config cache key mapped every out-of-range Start to the key of
+// a Start at the Unix epoch: once a config with Start 1970-01-01 had been
+// used, the same config with Start in 1500 or 2500 (ErrInvalidConfig on
+// its own, and at Open) was accepted and decided under the epoch phase.
+func TestInlineStartOutOfRangeNotCached(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	l := open(t, Options{Now: clk.Now})
+	good := fw(1, time.Minute, time.Time{})
+	good.Start = time.Unix(0, 0)
+	bad := good
+	bad.Start = time.Date(2500, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := l.Check(ctx, Request{Name: "w", Config: &bad}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("baseline: Start 2500 inline: %v, want ErrInvalidConfig", err)
+	}
+	if _, err := l.Limit(ctx, Request{Name: "w", Config: &good}); err != nil {
+		t.Fatalf("Start 1970 inline: %v", err)
+	}
+	for _, y := range []int{1500, 2500} {
+		bad.Start = time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC)
+		st, err := l.Limit(ctx, Request{Name: "w", Key: "x", Config: &bad})
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("Start %d inline after a Start-1970 config was used: %+v, %v; want ErrInvalidConfig", y, st, err)
 		}
-		if n%2 == 1 && len(lonePartners) != n-1 {
-			t.Fatalf("n=%d: the lone shard %d was drawn with %d shards, want all %d others", n, n-1, len(lonePartners), n-1)
-		}
+	}
+}
+
+// Reset, Value, Credit and Config on an inline-only name use the latest
+// inline config seen for it, which was updated only when a config was
+// first cached: after configs A (4 shards), B (1 shard), A again, the name
+// resolved to B, and Reset deleted only shard 0 of A's buckets.
+func TestInlineNameFollowsLatestConfig(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	l := open(t, Options{Now: clk.Now})
+	a := tb(40, time.Minute)
+	a.Shards = 4
+	b := tb(10, time.Minute)
+	_, _ = l.Limit(ctx, Request{Name: "x", Key: "k", Count: 1, Config: &a})
+	_, _ = l.Limit(ctx, Request{Name: "x", Key: "other", Count: 1, Config: &b})
+	for i := 0; i < 4; i++ { // drain A's buckets for k (2 shards at a time)
+		_, _ = l.Limit(ctx, Request{Name: "x", Key: "k", Count: 20, Config: &a, Reserve: true})
+	}
+	if c, _ := l.Config("x"); c.Shards != 4 {
+		t.Errorf("Config(x) after the latest request used A (4 shards): Shards = %d", c.Shards)
+	}
+	if err := l.Reset(ctx, "x", "k"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := l.Check(ctx, Request{Name: "x", Key: "k", Count: 20, Config: &a}); err != nil || !st.OK {
+		t.Errorf("after Reset(x, k), Check(20) with A = %+v, %v; want granted (the bucket is full again)", st, err)
 	}
 }

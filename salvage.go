@@ -41,10 +41,10 @@ type SalvageReport struct {
 func Salvage(src, dst string) (SalvageReport, error) {
 	c, err := filestate.Read(src)
 	if err != nil {
-		return SalvageReport{}, fmt.Errorf("%w: salvage %s: %w", ErrUnavailable, src, err)
+		return SalvageReport{}, fmt.Errorf("%w: salvage %s: %w", ErrUnavailable, src, &fileError{err})
 	}
 	if err := filestate.Write(dst, c.Buckets); err != nil {
-		return SalvageReport{}, fmt.Errorf("%w: salvage into %s: %w", ErrUnavailable, dst, err)
+		return SalvageReport{}, fmt.Errorf("%w: salvage into %s: %w", ErrUnavailable, dst, &fileError{err})
 	}
 	rep := SalvageReport{Buckets: len(c.Buckets), LogBatches: c.LogBatches, LogRecords: c.LogRecords}
 	if c.SnapshotErr == nil {

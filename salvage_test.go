@@ -1,4 +1,4 @@
-package ratelimit_test
+package ratelimit
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
@@ -19,13 +18,13 @@ func TestSalvageOfAnIntactFileCompacts(t *testing.T) {
 	src, dst := filepath.Join(dir, "src.db"), filepath.Join(dir, "dst.db")
 	writeDamagedBase(t, src)
 	clk := ratelimittest.NewClock(damagedT0)
-	l, err := ratelimit.Open(ratelimit.Options{Path: src, Now: clk.Now, LogPreallocate: -1, Limits: damagedLimits})
+	l, err := Open(Options{Path: src, Now: clk.Now, LogPreallocate: -1, Limits: damagedLimits})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rs []ratelimit.Request
+	var rs []Request
 	for key := range damagedKeys() {
-		rs = append(rs, ratelimit.Request{Name: "api", Key: key, Count: 0.001})
+		rs = append(rs, Request{Name: "api", Key: key, Count: 0.001})
 	}
 	for range 20 { // grow the log
 		for _, d := range l.LimitMany(context.Background(), rs, nil) {
@@ -37,7 +36,7 @@ func TestSalvageOfAnIntactFileCompacts(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := ratelimit.Salvage(src, dst)
+	rep, err := Salvage(src, dst)
 	if err != nil || len(rep.Problems) != 0 || rep.Buckets != len(damagedKeys()) {
 		t.Fatalf("Salvage = %+v, %v; want %d buckets and no problem", rep, err, len(damagedKeys()))
 	}
@@ -46,13 +45,13 @@ func TestSalvageOfAnIntactFileCompacts(t *testing.T) {
 	if after.Size() >= before.Size() {
 		t.Errorf("salvaged file %d bytes, original %d: not compacted", after.Size(), before.Size())
 	}
-	l, err = ratelimit.Open(ratelimit.Options{Path: dst, Now: clk.Now, LogPreallocate: -1, Limits: damagedLimits})
+	l, err = Open(Options{Path: dst, Now: clk.Now, LogPreallocate: -1, Limits: damagedLimits})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	for key, n := range damagedKeys() {
-		if v, want := mustValue(t, l, "api", key), 1000-n-0.02; math.Abs(v-want) > 1e-9 {
+		if v, want := value(t, l, "api", key).Value, 1000-n-0.02; math.Abs(v-want) > 1e-9 {
 			t.Fatalf("%s = %v, want %v", key, v, want)
 		}
 	}
@@ -66,18 +65,18 @@ func TestSalvageRefuses(t *testing.T) {
 	if err := os.WriteFile(foreign, []byte("not a database at all, just text"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ratelimit.Open(ratelimit.Options{Path: src, LogPreallocate: -1, Limits: damagedLimits})
+	l, err := Open(Options{Path: src, LogPreallocate: -1, Limits: damagedLimits})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ratelimit.Salvage(src, filepath.Join(dir, "a.db")); !errors.Is(err, ratelimit.ErrLocked) {
+	if _, err := Salvage(src, filepath.Join(dir, "a.db")); !errors.Is(err, ErrLocked) {
 		t.Errorf("Salvage of a file a limiter has open = %v, want ErrLocked", err)
 	}
 	l.Close()
-	if _, err := ratelimit.Salvage(src, foreign); !errors.Is(err, os.ErrExist) {
+	if _, err := Salvage(src, foreign); !errors.Is(err, os.ErrExist) {
 		t.Errorf("Salvage into an existing file = %v, want os.ErrExist", err)
 	}
-	if _, err := ratelimit.Salvage(foreign, filepath.Join(dir, "b.db")); !errors.Is(err, ratelimit.ErrCorrupt) {
+	if _, err := Salvage(foreign, filepath.Join(dir, "b.db")); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Salvage of a foreign file = %v, want ErrCorrupt", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "b.db")); !errors.Is(err, os.ErrNotExist) {

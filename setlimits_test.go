@@ -1,4 +1,4 @@
-package ratelimit_test
+package ratelimit
 
 import (
 	"context"
@@ -6,40 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/seed7fbd42b6/ratelimit"
-	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
-
-var setT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-func tokenBucket(rate, capacity float64) ratelimit.Config {
-	return ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: rate, Period: time.Minute, Capacity: capacity}
-}
-
-func mustValue(t *testing.T, l *ratelimit.Limiter, name, key string) float64 {
-	t.Helper()
-	v, err := l.Value(context.Background(), name, key)
-	if err != nil {
-		t.Fatalf("Value(%q, %q): %v", name, key, err)
-	}
-	return v.Value
-}
-
-func mustTake(t *testing.T, l *ratelimit.Limiter, name, key string, n float64) {
-	t.Helper()
-	st, err := l.Limit(context.Background(), ratelimit.Request{Name: name, Key: key, Count: n})
-	if err != nil || !st.OK {
-		t.Fatalf("Limit(%q, %q, %v) = %+v, %v; want a grant", name, key, n, st, err)
-	}
-}
 
 // A bucket keeps its (value, ts) across SetLimits and is read under the
 // new config, capped at the new capacity.
 func TestSetLimitsReadsBucketsUnderTheNewConfig(t *testing.T) {
 	for _, c := range []struct {
 		name      string
-		from, to  ratelimit.Config
+		from, to  Config
 		take      float64
 		wantAfter float64 // value right after SetLimits
 		later     time.Duration
@@ -50,21 +24,21 @@ func TestSetLimitsReadsBucketsUnderTheNewConfig(t *testing.T) {
 		{"rate raised refills faster from the stored ts", tokenBucket(10, 10), tokenBucket(60, 10), 10, 0, 5 * time.Second, 5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			clk := ratelimittest.NewClock(setT0)
-			l, err := ratelimit.Open(ratelimit.Options{Now: clk.Now, Limits: map[string]ratelimit.Config{"api": c.from}})
+			clk := newClock()
+			l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{"api": c.from}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer l.Close()
-			mustTake(t, l, "api", "k", c.take)
-			if err := l.SetLimits(map[string]ratelimit.Config{"api": c.to}); err != nil {
+			grant(t, l, Request{Name: "api", Key: "k", Count: c.take})
+			if err := l.SetLimits(map[string]Config{"api": c.to}); err != nil {
 				t.Fatal(err)
 			}
-			if got := mustValue(t, l, "api", "k"); got != c.wantAfter {
+			if got := value(t, l, "api", "k").Value; got != c.wantAfter {
 				t.Errorf("value after SetLimits = %v, want %v", got, c.wantAfter)
 			}
 			clk.Advance(c.later)
-			if got := mustValue(t, l, "api", "k"); got != c.wantLater {
+			if got := value(t, l, "api", "k").Value; got != c.wantLater {
 				t.Errorf("value %v later = %v, want %v", c.later, got, c.wantLater)
 			}
 			if cfg, _ := l.Config("api"); cfg.Capacity != c.to.Capacity || cfg.Rate != c.to.Rate {
@@ -78,33 +52,33 @@ func TestSetLimitsReadsBucketsUnderTheNewConfig(t *testing.T) {
 // the old capacity but not the new one is kept, not dropped (a dropped
 // bucket reads as full, which would mint the difference).
 func TestSetLimitsSweepUsesTheNewCapacity(t *testing.T) {
-	clk := ratelimittest.NewClock(setT0)
-	l, err := ratelimit.Open(ratelimit.Options{Now: clk.Now, Limits: map[string]ratelimit.Config{"api": tokenBucket(10, 10)}})
+	clk := newClock()
+	l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{"api": tokenBucket(10, 10)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	mustTake(t, l, "api", "k", 10)
-	if err := l.SetLimits(map[string]ratelimit.Config{"api": tokenBucket(10, 20)}); err != nil {
+	grant(t, l, Request{Name: "api", Key: "k", Count: 10})
+	if err := l.SetLimits(map[string]Config{"api": tokenBucket(10, 20)}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Minute)             // 10 tokens: full under the old limit, half under the new
 	if err := l.Snapshot(); err != nil { // in memory: drops full buckets
 		t.Fatal(err)
 	}
-	if got := mustValue(t, l, "api", "k"); got != 10 {
+	if got := value(t, l, "api", "k").Value; got != 10 {
 		t.Fatalf("value after a sweep = %v, want 10 (the bucket was dropped as full under the old capacity)", got)
 	}
 }
 
 func TestSetLimitsRefusesABadConfigAndKeepsTheOld(t *testing.T) {
-	l, err := ratelimit.Open(ratelimit.Options{Limits: map[string]ratelimit.Config{"api": tokenBucket(10, 10)}})
+	l, err := Open(Options{Limits: map[string]Config{"api": tokenBucket(10, 10)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	err = l.SetLimits(map[string]ratelimit.Config{"api": tokenBucket(20, 20), "bad": {Kind: ratelimit.TokenBucket, Rate: -1, Period: time.Second}})
-	if !errors.Is(err, ratelimit.ErrInvalidConfig) {
+	err = l.SetLimits(map[string]Config{"api": tokenBucket(20, 20), "bad": {Kind: TokenBucket, Rate: -1, Period: time.Second}})
+	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("SetLimits with a bad config = %v, want ErrInvalidConfig", err)
 	}
 	if cfg, _ := l.Config("api"); cfg.Rate != 10 {
@@ -115,26 +89,26 @@ func TestSetLimitsRefusesABadConfigAndKeepsTheOld(t *testing.T) {
 // A removed limit is unknown; its buckets are kept, and read again when
 // it comes back.
 func TestSetLimitsRemoveAndRestore(t *testing.T) {
-	clk := ratelimittest.NewClock(setT0)
-	l, err := ratelimit.Open(ratelimit.Options{Now: clk.Now, Limits: map[string]ratelimit.Config{"api": tokenBucket(10, 10)}})
+	clk := newClock()
+	l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{"api": tokenBucket(10, 10)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	mustTake(t, l, "api", "k", 7)
-	if err := l.SetLimits(map[string]ratelimit.Config{}); err != nil {
+	grant(t, l, Request{Name: "api", Key: "k", Count: 7})
+	if err := l.SetLimits(map[string]Config{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Limit(context.Background(), ratelimit.Request{Name: "api", Key: "k"}); !errors.Is(err, ratelimit.ErrUnknownLimit) {
+	if _, err := l.Limit(context.Background(), Request{Name: "api", Key: "k"}); !errors.Is(err, ErrUnknownLimit) {
 		t.Fatalf("Limit on a removed limit = %v, want ErrUnknownLimit", err)
 	}
 	if err := l.Snapshot(); err != nil { // a removed limit's buckets are not dropped
 		t.Fatal(err)
 	}
-	if err := l.SetLimits(map[string]ratelimit.Config{"api": tokenBucket(10, 10)}); err != nil {
+	if err := l.SetLimits(map[string]Config{"api": tokenBucket(10, 10)}); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustValue(t, l, "api", "k"); got != 3 {
+	if got := value(t, l, "api", "k").Value; got != 3 {
 		t.Fatalf("value after the limit came back = %v, want 3", got)
 	}
 }
@@ -142,29 +116,29 @@ func TestSetLimitsRemoveAndRestore(t *testing.T) {
 // SetLimits and reopening a file with the new Options.Limits read a bucket
 // alike.
 func TestSetLimitsMatchesReopening(t *testing.T) {
-	clk := ratelimittest.NewClock(setT0)
+	clk := newClock()
 	path := filepath.Join(t.TempDir(), "rl.db")
 	from, to := tokenBucket(10, 10), tokenBucket(5, 4)
-	l, err := ratelimit.Open(ratelimit.Options{Path: path, Now: clk.Now, LogPreallocate: -1, Limits: map[string]ratelimit.Config{"api": from}})
+	l, err := Open(Options{Path: path, Now: clk.Now, LogPreallocate: -1, Limits: map[string]Config{"api": from}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustTake(t, l, "api", "a", 3)
-	mustTake(t, l, "api", "b", 9)
-	if err := l.SetLimits(map[string]ratelimit.Config{"api": to}); err != nil {
+	grant(t, l, Request{Name: "api", Key: "a", Count: 3})
+	grant(t, l, Request{Name: "api", Key: "b", Count: 9})
+	if err := l.SetLimits(map[string]Config{"api": to}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(12 * time.Second)
-	live := []float64{mustValue(t, l, "api", "a"), mustValue(t, l, "api", "b")}
+	live := []float64{value(t, l, "api", "a").Value, value(t, l, "api", "b").Value}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l, err = ratelimit.Open(ratelimit.Options{Path: path, Now: clk.Now, LogPreallocate: -1, Limits: map[string]ratelimit.Config{"api": to}})
+	l, err = Open(Options{Path: path, Now: clk.Now, LogPreallocate: -1, Limits: map[string]Config{"api": to}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	reopened := []float64{mustValue(t, l, "api", "a"), mustValue(t, l, "api", "b")}
+	reopened := []float64{value(t, l, "api", "a").Value, value(t, l, "api", "b").Value}
 	if live[0] != reopened[0] || live[1] != reopened[1] {
 		t.Fatalf("values after SetLimits %v, after reopening %v: the rules differ", live, reopened)
 	}

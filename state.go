@@ -53,7 +53,7 @@ func (l *Limiter) Value(ctx context.Context, name, key string) (Value, error) {
 	if err := l.itemErr(c.FirstErr()); err != nil {
 		return Value{}, err
 	}
-	now := l.now()
+	now := c.Now // the time the states are current at: the store's clock (a shared server's, on redislimit)
 	v := Value{Config: d.cfg}
 	ts := int64(math.MinInt64)
 	for i := range c.Items {

@@ -20,7 +20,9 @@ type Stats struct {
 	TooManyKeys uint64
 	// LiveBuckets is the number of buckets held in memory (not full).
 	LiveBuckets int
-	Partitions  int
+	// Partitions is the number of partitions (Options.Partitions, or the
+	// shared store's).
+	Partitions int
 
 	// The write-ahead log (zero in memory mode).
 	WALCommits, WALRecords, WALBytes, WALFailedCommits uint64
@@ -28,9 +30,10 @@ type Stats struct {
 	WALCommitNanos                                     Histogram     // commit latency, fsync included, in ns
 	WALCommitTime                                      time.Duration // the sum of the latencies WALCommitNanos counts
 
-	// Snapshots written since Open, and the time since the last one (or
-	// since Open when there was none).
-	Snapshots   uint64
+	// Snapshots counts the snapshots written since Open.
+	Snapshots uint64
+	// SnapshotAge is the time since the last snapshot (or Open, when
+	// there was none); zero on a shared store, which takes none.
 	SnapshotAge time.Duration
 }
 
@@ -41,7 +44,7 @@ const HistogramBuckets = 64
 // Counts[i] holds values in [2^(i-1), 2^i); the last also holds anything
 // larger. The zero value is an empty histogram.
 type Histogram struct {
-	Counts [HistogramBuckets]uint64
+	Counts [HistogramBuckets]uint64 // values per bucket
 }
 
 // Quantile returns an upper bound of the q-quantile (0 <= q <= 1).
@@ -72,7 +75,9 @@ func (l *Limiter) Stats() Stats {
 		LiveBuckets:  n.Live,
 		Partitions:   l.store.Partitions(),
 		Snapshots:    l.snapshots.Load(),
-		SnapshotAge:  time.Since(time.Unix(0, l.lastSnap.Load())),
+	}
+	if l.group != nil { // a shared store takes no snapshots
+		s.SnapshotAge = time.Since(time.Unix(0, l.lastSnap.Load()))
 	}
 	if l.wal != nil {
 		w := l.wal.Stats()

@@ -7,8 +7,10 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
 
-// Status is a decision.
+// Status is a decision. The zero value is a denial of no limit (what a
+// call returns with an error).
 type Status struct {
+	// OK reports a grant.
 	OK bool
 	// RetryAfter: when denied, the earliest wait after which the same
 	// request can succeed (never early); when granted as a reservation, how
@@ -21,12 +23,16 @@ type Status struct {
 	// the member with the fewest tokens left.
 	Limit string
 	// Remaining is the tokens left in that limit's bucket after the
-	// decision (negative: reserved debt); for LimitAll, of the member with
-	// the fewest. For a sharded limit it is an estimate: the deciding
-	// shards' average times the shard count.
+	// decision (negative: reserved debt; on a denial, what the bucket
+	// holds, since nothing was taken); for LimitAll, of the member with
+	// the fewest. For a sharded limit it is an estimate: the two examined
+	// shards' average times Shards, which the other shards' states can
+	// move by up to (Shards-2)/Shards of Capacity (plus of MaxReserved,
+	// with debt); Limiter.Value reads every shard.
 	Remaining float64
 	// ResetAfter is how long that bucket needs to be full again, if nothing
-	// else uses it (an estimate for a sharded limit, as Remaining).
+	// else uses it (for a sharded limit, how long the two examined shards
+	// need: an estimate, as Remaining).
 	ResetAfter time.Duration
 }
 
@@ -43,10 +49,11 @@ func (s Status) Err() error {
 
 // RateLimitedError is a denial as an error.
 type RateLimitedError struct {
-	Limit      string
-	RetryAfter time.Duration
+	Limit      string        // the limit that denied (Status.Limit)
+	RetryAfter time.Duration // as Status.RetryAfter
 }
 
+// Error says which limit denied and when to retry.
 func (e *RateLimitedError) Error() string {
 	return fmt.Sprintf("ratelimit: limit %q exceeded, retry after %v", e.Limit, e.RetryAfter)
 }

@@ -265,13 +265,15 @@ func findIn(rs []*result, sc string, callers int, label, variant string) *result
 }
 
 // metricOf returns a cell's figure by name: "decisions/s", "grants/s",
-// "p99" (ns) or "cpu/decision" (ns).
+// "p50" or "p99" (ns), or "cpu/decision" (ns).
 func metricOf(r *result, metric string) float64 {
 	switch metric {
 	case "decisions/s":
 		return r.DecisionsPerSec
 	case "grants/s":
 		return r.GrantsPerSec
+	case "p50":
+		return r.P50
 	case "p99":
 		return r.P99
 	case "cpu/decision":

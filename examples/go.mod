@@ -1,13 +1,20 @@
 module github.com/seed7fbd42b6/ratelimit/examples
 
-go 1.25.0
+go 1.26.0
 
-require github.com/seed7fbd42b6/ratelimit v0.0.0
+require (
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/seed7fbd42b6/ratelimit v0.0.0
+	github.com/seed7fbd42b6/ratelimit/redislimit v0.0.0
+)
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 )
 
 replace github.com/seed7fbd42b6/ratelimit => ../
+
+replace github.com/seed7fbd42b6/ratelimit/redislimit => ../redislimit

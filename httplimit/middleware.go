@@ -84,8 +84,10 @@ type middleware struct {
 // Middleware returns a function that wraps handlers with rate limiting as
 // opts describe. It fails (ErrOptions, or ratelimit.ErrUnknownLimit) if l
 // is nil, no limit is named, a name is repeated, unknown to l, or not
-// printable ASCII (it must fit a header field), or Reserve is set and a
-// limit's MaxReserved is 0.
+// printable ASCII (it must fit a header field), Reserve is set and a
+// limit's MaxReserved is 0, or (with no Cost function, so every request
+// costs 1) a limit can never grant one token to a request: a capacity
+// below 1, or, for a sharded limit, two shards' capacity below 1.
 func Middleware(l *ratelimit.Limiter, opts Options) (func(http.Handler) http.Handler, error) {
 	m, err := newMiddleware(l, opts)
 	if err != nil {
@@ -142,6 +144,9 @@ func newMiddleware(l *ratelimit.Limiter, opts Options) (*middleware, error) {
 		if opts.Reserve && c.MaxReserved == 0 {
 			return nil, fmt.Errorf("%w: Reserve with limit %q, whose MaxReserved is 0 (unlimited): a request could hold its connection for as long as any debt takes to repay", ErrOptions, name)
 		}
+		if most := oneRequestMost(c); opts.Cost == nil && most < 1 {
+			return nil, fmt.Errorf("%w: limit %q can grant at most %v tokens to one request, and every request costs 1: it would answer every request 413", ErrOptions, name, most)
+		}
 		items = append(items, policyItem(name, c))
 	}
 	m := &middleware{l: l, opts: opts, key: opts.Key, logger: opts.Logger, policy: strings.Join(items, ", "), limits: refs, sleep: sleep}
@@ -195,9 +200,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	h := w.Header()
 	h.Set(fieldPolicy, m.policy)
 	if !st.OK {
-		h.Set(fieldLimit, limitItem(st.Limit, st.Remaining, st.RetryAfter))
-		h.Set("Retry-After", retryAfter(st.RetryAfter))
-		writeJSON(w, http.StatusTooManyRequests, denial{"rate limited", st.Limit, ceilSeconds(st.RetryAfter)})
+		writeDenied(w, st)
 		return
 	}
 	h.Set(fieldLimit, limitItem(st.Limit, st.Remaining, st.ResetAfter))
@@ -258,6 +261,40 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, code, struct {
 		Error string `json:"error"`
 	}{msg})
+}
+
+// WriteDenied writes the response Middleware writes for a denial, for a
+// handler that decides by itself (an LLM token budget taken inside the
+// handler, say): 429 Too Many Requests with Retry-After, the RateLimit
+// field and the JSON body (see the package doc), and, when l is not nil,
+// RateLimit-Policy for the limit that denied. st must be a denial
+// (st.OK false) from a call that returned no error.
+func WriteDenied(w http.ResponseWriter, l *ratelimit.Limiter, st ratelimit.Status) {
+	if l != nil && validName(st.Limit) {
+		if c, ok := l.Config(st.Limit); ok {
+			w.Header().Set(fieldPolicy, policyItem(st.Limit, c))
+		}
+	}
+	writeDenied(w, st)
+}
+
+func writeDenied(w http.ResponseWriter, st ratelimit.Status) {
+	h := w.Header()
+	if validName(st.Limit) {
+		h.Set(fieldLimit, limitItem(st.Limit, st.Remaining, st.RetryAfter))
+	}
+	h.Set("Retry-After", retryAfter(st.RetryAfter))
+	writeJSON(w, http.StatusTooManyRequests, denial{"rate limited", st.Limit, ceilSeconds(st.RetryAfter)})
+}
+
+// oneRequestMost is the most tokens a limit of config c grants one
+// request: its capacity, or two shards' for a sharded limit (a request
+// takes from two shards at most).
+func oneRequestMost(c ratelimit.Config) float64 {
+	if c.Shards > 1 {
+		return 2 * c.Capacity / float64(c.Shards)
+	}
+	return c.Capacity
 }
 
 // denial is the body of a 429.

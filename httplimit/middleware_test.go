@@ -1,130 +1,26 @@
 package httplimit
 
+// The middleware (middleware.go): grants, denials, reservations that wait
+// (and clients that leave while they wait), refusals and their codes.
+
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit"
-	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
-
-var t0 = time.Unix(1_700_000_000, 0)
-
-// env is a limiter with a frozen clock behind a real HTTP server.
-type env struct {
-	l      *ratelimit.Limiter
-	clock  *ratelimittest.Clock
-	srv    *httptest.Server
-	mw     *middleware
-	mu     sync.Mutex
-	served int               // handler calls
-	waits  []time.Duration   // reservation waits
-	wait   func() error      // what the sleep hook returns; nil: nil
-	last   ratelimit.Status  // StatusFromContext in the handler
-	hooks  func(*middleware) // adjusts the middleware before serving
-}
-
-func newEnv(t *testing.T, limits map[string]ratelimit.Config, opts Options) *env {
-	t.Helper()
-	e := &env{clock: ratelimittest.NewClock(t0)}
-	l, err := ratelimit.Open(ratelimit.Options{Limits: limits, Now: e.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.l = l
-	t.Cleanup(func() { l.Close() })
-	e.mw, err = newMiddleware(l, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.mw.sleep = func(ctx context.Context, d time.Duration) error {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		e.waits = append(e.waits, d)
-		if e.wait != nil {
-			return e.wait()
-		}
-		return nil
-	}
-	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st, ok := StatusFromContext(r.Context())
-		e.mu.Lock()
-		e.served++
-		if ok {
-			e.last = st
-		}
-		e.mu.Unlock()
-		io.WriteString(w, "ok")
-	})
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { e.mw.serve(w, r, next) }))
-	t.Cleanup(e.srv.Close)
-	return e
-}
-
-// response is what a test checks of an HTTP response.
-type response struct {
-	code                      int
-	policy, limit, retryAfter string
-	body                      string
-}
-
-func (e *env) get(t *testing.T, header ...string) response {
-	t.Helper()
-	req, err := http.NewRequest("GET", e.srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
-	}
-	resp, err := e.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{
-		code:       resp.StatusCode,
-		policy:     resp.Header.Get("RateLimit-Policy"),
-		limit:      resp.Header.Get("RateLimit"),
-		retryAfter: resp.Header.Get("Retry-After"),
-		body:       strings.TrimSpace(string(b)),
-	}
-}
-
-// step is one scripted request: advance the clock, send, expect.
-type step struct {
-	advance time.Duration
-	want    response // zero policy/body: not checked
-}
-
-func (e *env) run(t *testing.T, steps []step) {
-	t.Helper()
-	for i, s := range steps {
-		e.clock.Advance(s.advance)
-		got := e.get(t)
-		w := s.want
-		if got.code != w.code || got.limit != w.limit || got.retryAfter != w.retryAfter ||
-			(w.policy != "" && got.policy != w.policy) || (w.body != "" && got.body != w.body) {
-			t.Fatalf("step %d (+%v): got %+v, want %+v", i, s.advance, got, w)
-		}
-	}
-}
-
-func tb(rate float64, period time.Duration, capacity float64) ratelimit.Config {
-	return ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: rate, Period: period, Capacity: capacity}
-}
 
 func TestGrantedHeaders(t *testing.T) {
 	e := newEnv(t, map[string]ratelimit.Config{"api": tb(10, 10*time.Second, 0)}, Options{Limits: []string{"api"}})
@@ -189,7 +85,7 @@ func TestReservation(t *testing.T) {
 		{0, response{code: 200, limit: `"jobs";r=0;t=3`}}, // value -2: waits 2 s
 		{0, response{code: 429, limit: `"jobs";r=0;t=1`, retryAfter: "1"}},
 	})
-	if want := []time.Duration{time.Second, 2 * time.Second}; !equalDurations(e.waits, want) {
+	if want := []time.Duration{time.Second, 2 * time.Second}; !slices.Equal(e.waits, want) {
 		t.Fatalf("waits %v, want %v", e.waits, want)
 	}
 	if e.last.RetryAfter != 2*time.Second {
@@ -210,18 +106,6 @@ func TestReservation(t *testing.T) {
 	if e.served != 3 {
 		t.Fatalf("handler ran %d times, want 3", e.served)
 	}
-}
-
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestMultiLimitDenial: two limits go through LimitAll; the 429 names the
@@ -362,7 +246,11 @@ func TestCost(t *testing.T) {
 }
 
 func TestMiddlewareOptions(t *testing.T) {
-	l, err := ratelimit.Open(ratelimit.Options{Limits: map[string]ratelimit.Config{"api": tb(1, time.Second, 0), "bad\nname": tb(1, time.Second, 0)}})
+	l, err := ratelimit.Open(ratelimit.Options{Limits: map[string]ratelimit.Config{
+		"api": tb(1, time.Second, 0), "bad\nname": tb(1, time.Second, 0),
+		"tiny": tb(10, time.Second, 0.5), "sharded": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Second, Capacity: 1.5, Shards: 4},
+		"sharded ok": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Second, Capacity: 2, Shards: 4},
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,6 +266,10 @@ func TestMiddlewareOptions(t *testing.T) {
 		{"unknown", l, Options{Limits: []string{"api", "nope"}}, ratelimit.ErrUnknownLimit},
 		{"twice", l, Options{Limits: []string{"api", "api"}}, ErrOptions},
 		{"not ASCII", l, Options{Limits: []string{"bad\nname"}}, ErrOptions},
+		{"capacity below one request", l, Options{Limits: []string{"tiny"}}, ErrOptions},
+		{"two shards below one request", l, Options{GlobalLimits: []string{"sharded"}}, ErrOptions},
+		{"two shards make one request", l, Options{GlobalLimits: []string{"sharded ok"}}, nil},
+		{"a Cost may ask for less", l, Options{Limits: []string{"tiny"}, Cost: func(*http.Request) float64 { return 0.5 }}, nil},
 	} {
 		if _, err := Middleware(tc.l, tc.opts); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
@@ -473,5 +365,242 @@ func TestOverlongKey(t *testing.T) {
 		if !errors.Is(seen, ErrKey) || !errors.Is(seen, ratelimit.ErrInvalidKey) {
 			t.Fatalf("FailOpen=%v: OnError got %v", failOpen, seen)
 		}
+	}
+}
+
+// TestRefusalCodes: the documented status of each refusal, and that
+// nothing writes a second response.
+func TestRefusalCodes(t *testing.T) {
+	limits := map[string]ratelimit.Config{"api": tb(10, time.Minute, 0)}
+	for _, tc := range []struct {
+		name string
+		opts Options
+		code int
+	}{
+		{"key error", Options{Key: func(*http.Request) (string, error) { return "", errors.New("x") }}, 400},
+		{"empty key", Options{Key: func(*http.Request) (string, error) { return "", nil }}, 400},
+		{"NaN cost", Options{Cost: func(*http.Request) float64 { return math.NaN() }}, 500},
+		{"+Inf cost", Options{Cost: func(*http.Request) float64 { return math.Inf(1) }}, 500},
+		{"-0 cost passes unmetered", Options{Cost: func(*http.Request) float64 { return math.Copysign(0, -1) }}, 200},
+		{"tiny cost", Options{Cost: func(*http.Request) float64 { return 5e-324 }}, 200},
+		{"cost over capacity", Options{Cost: func(*http.Request) float64 { return 10.5 }}, 413},
+		{"cost over capacity, FailOpen", Options{FailOpen: true, Cost: func(*http.Request) float64 { return 11 }}, 413},
+	} {
+		tc.opts.Limits = []string{"api"}
+		e := newEnv(t, limits, tc.opts)
+		if r := e.get(t); r.code != tc.code {
+			t.Errorf("%s: %+v, want %d", tc.name, r, tc.code)
+		}
+	}
+	// A request whose context already ended: 503 even with FailOpen.
+	e := newEnv(t, limits, Options{Limits: []string{"api"}, FailOpen: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/", nil).WithContext(ctx)
+	served := false
+	e.mw.serve(rec, req, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served = true }))
+	if rec.Code != 503 || served {
+		t.Errorf("ended context, FailOpen: %d, served %v", rec.Code, served)
+	}
+	if v, _ := e.l.Value(context.Background(), "api", "192.0.2.1"); v.Value != 10 {
+		t.Errorf("ended context took tokens: %v", v.Value)
+	}
+}
+
+// TestReservationDeadline: a request context that ends (not the client
+// leaving) during the wait is a visible 503; the tokens are credited back.
+// The 503 still carries the grant's RateLimit fields (set before the wait):
+// noted, harmless (r is a lower bound).
+func TestReservationDeadline(t *testing.T) {
+	c := tb(1, time.Second, 1)
+	c.MaxReserved = 3
+	e := newEnv(t, map[string]ratelimit.Config{"jobs": c}, Options{Limits: []string{"jobs"}, Reserve: true})
+	e.get(t)
+	e.wait = func() error { return context.DeadlineExceeded }
+	r := e.get(t)
+	if r.code != 503 || e.served != 1 {
+		t.Fatalf("%+v served %d", r, e.served)
+	}
+	t.Logf("503 after an abandoned reservation carries RateLimit %q, RateLimit-Policy %q", r.limit, r.policy)
+	if v, _ := e.l.Value(context.Background(), "jobs", "127.0.0.1"); v.Value != 0 {
+		t.Fatalf("value %v, want 0 (credited)", v.Value)
+	}
+}
+
+// realServer is the middleware behind a real server with the real sleep,
+// reporting when a request waits and when serve returns.
+type realServer struct {
+	srv     *httptest.Server
+	waiting chan struct{}
+	done    chan int // status written by serve (0 if none)
+	served  atomic.Int32
+}
+
+type codeRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *codeRecorder) WriteHeader(c int) { w.code = c; w.ResponseWriter.WriteHeader(c) }
+
+func newRealServer(t *testing.T, m *middleware) *realServer {
+	s := &realServer{waiting: make(chan struct{}, 16), done: make(chan int, 16)}
+	m.sleep = func(ctx context.Context, d time.Duration) error {
+		s.waiting <- struct{}{}
+		return sleep(ctx, d) // d is real time here: the client leaves first
+	}
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.served.Add(1); io.WriteString(w, "ok") })
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &codeRecorder{ResponseWriter: w}
+		m.serve(rec, r, next)
+		s.done <- rec.code
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// TestDisconnectDuringReservation: a real client that goes away while
+// its reservation waits has its tokens credited to every limit (per-key
+// and global), and the handler never runs.
+func TestDisconnectDuringReservation(t *testing.T) {
+	user, global := tb(1, time.Hour, 1), tb(10, time.Hour, 2)
+	user.MaxReserved, global.MaxReserved = 5, 5
+	e := newEnv(t, map[string]ratelimit.Config{"user": user, "global": global},
+		Options{Limits: []string{"user"}, GlobalLimits: []string{"global"}, Reserve: true, Key: Header("X-Key")})
+	s := newRealServer(t, e.mw)
+	do := func(ctx context.Context) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.srv.URL, nil)
+		req.Header.Set("X-Key", "k")
+		return s.srv.Client().Do(req)
+	}
+	resp, err := do(context.Background()) // takes user's only token
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("first: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	<-s.done
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := do(ctx)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-s.waiting // reserved: user -1, global 0
+	bg := context.Background()
+	if v, _ := e.l.Value(bg, "user", "k"); v.Value != -1 {
+		t.Fatalf("user during the wait: %v", v.Value)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("client: %v", err)
+	}
+	if code := <-s.done; code != 503 {
+		t.Errorf("abandoned reservation answered %d, want 503 (unseen)", code)
+	}
+	if v, _ := e.l.Value(bg, "user", "k"); v.Value != 0 {
+		t.Errorf("user after the credit: %v, want 0", v.Value)
+	}
+	if v, _ := e.l.Value(bg, "global", ""); v.Value != 1 {
+		t.Errorf("global after the credit: %v, want 1", v.Value)
+	}
+	if n := s.served.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
+	}
+}
+
+// TestConcurrentReservations: under -race, concurrent reservations of
+// which every other one is abandoned; with a frozen clock the bucket ends
+// at capacity minus what reached the handler (nothing leaked or minted).
+func TestConcurrentReservations(t *testing.T) {
+	c := tb(1, time.Second, 5)
+	c.MaxReserved = 1000
+	g := tb(1, time.Second, 50)
+	g.MaxReserved = 1000
+	e := newEnv(t, map[string]ratelimit.Config{"jobs": c, "g": g},
+		Options{Limits: []string{"jobs"}, GlobalLimits: []string{"g"}, Reserve: true, Key: Header("X-Key")})
+	var n atomic.Int64
+	e.wait = func() error {
+		if n.Add(1)%2 == 0 {
+			return context.Canceled
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	codes := make(chan int, 64)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				req, _ := http.NewRequest("GET", e.srv.URL, nil)
+				req.Header.Set("X-Key", fmt.Sprint(i%2))
+				resp, err := e.srv.Client().Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				codes <- resp.StatusCode
+			}
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	count := map[int]int{}
+	for code := range codes {
+		count[code]++
+	}
+	bg := context.Background()
+	e.mu.Lock()
+	served := e.served
+	e.mu.Unlock()
+	if count[200] != served || count[200]+count[503] != 40 {
+		t.Fatalf("codes %v, served %d", count, served)
+	}
+	total := 0.0
+	for _, k := range []string{"0", "1"} {
+		v, err := e.l.Value(bg, "jobs", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += 5 - v.Value
+	}
+	gv, _ := e.l.Value(bg, "g", "")
+	if total != float64(served) || 50-gv.Value != float64(served) {
+		t.Fatalf("taken per key %v, global %v, served %d", total, 50-gv.Value, served)
+	}
+}
+
+// WriteDenied writes the same 429 as the middleware's denial: status,
+// Retry-After, RateLimit, RateLimit-Policy and body.
+func TestWriteDeniedMatchesTheMiddleware(t *testing.T) {
+	e := newEnv(t, map[string]ratelimit.Config{"api": tb(2, time.Minute, 0)}, Options{Limits: []string{"api"}})
+	e.get(t)
+	e.get(t)
+	mwResp := e.get(t)
+	if mwResp.code != 429 {
+		t.Fatalf("the third request got %d, want 429", mwResp.code)
+	}
+	st, err := e.l.Check(context.Background(), ratelimit.Request{Name: "api", Key: "127.0.0.1"})
+	if err != nil || st.OK {
+		t.Fatalf("Check = %+v, %v; want a denial", st, err)
+	}
+	rec := httptest.NewRecorder()
+	WriteDenied(rec, e.l, st)
+	got := response{code: rec.Code, policy: rec.Header().Get("RateLimit-Policy"), limit: rec.Header().Get("RateLimit"),
+		retryAfter: rec.Header().Get("Retry-After"), body: strings.TrimSpace(rec.Body.String())}
+	if got != mwResp {
+		t.Fatalf("WriteDenied wrote %+v, the middleware %+v", got, mwResp)
+	}
+	rec = httptest.NewRecorder()
+	WriteDenied(rec, nil, st)
+	if rec.Code != 429 || rec.Header().Get("RateLimit-Policy") != "" || rec.Header().Get("Retry-After") != mwResp.retryAfter {
+		t.Fatalf("WriteDenied without a limiter: %d %v", rec.Code, rec.Header())
 	}
 }

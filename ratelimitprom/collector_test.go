@@ -1,9 +1,13 @@
 package ratelimitprom
 
+// The collector (collector.go): its metrics equal the limiter's Stats, in
+// memory and durable mode, after Close, under concurrent scrapes.
+
 import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,37 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
-
-func open(t *testing.T, path string) *ratelimit.Limiter {
-	t.Helper()
-	now := time.Unix(1_700_000_000, 0)
-	l, err := ratelimit.Open(ratelimit.Options{
-		Path:       path,
-		Partitions: 4,
-		Limits: map[string]ratelimit.Config{
-			"api": {Kind: ratelimit.TokenBucket, Rate: 2, Period: time.Minute},
-		},
-		Now: func() time.Time { return now },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l
-}
-
-// use makes 2 grants, 1 reservation and 2 denials on key "k".
-func use(t *testing.T, l *ratelimit.Limiter) {
-	t.Helper()
-	ctx := context.Background()
-	for _, r := range []ratelimit.Request{{}, {}, {Reserve: true}, {}, {}} {
-		r.Name, r.Key = "api", "k"
-		if _, err := l.Limit(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func TestCollectorCounters(t *testing.T) {
 	l := open(t, "")
@@ -166,5 +141,118 @@ func TestHistogramBuckets(t *testing.T) {
 	}
 	if b := ns.GetHistogram().GetBucket()[0]; b.GetUpperBound() != 1023e-9 || b.GetCumulativeCount() != 8 {
 		t.Errorf("scaled bucket: le=%v count=%d", b.GetUpperBound(), b.GetCumulativeCount())
+	}
+}
+
+// TestCollectAfterClose: a registry may scrape a limiter that was closed;
+// the collector must neither hang nor panic.
+func TestCollectAfterClose(t *testing.T) {
+	l := open(t, "")
+	l.Close()
+	done := make(chan int)
+	go func() { done <- testutil.CollectAndCount(NewCollector(l, "x")) }()
+	select {
+	case n := <-done:
+		if n != 15 {
+			t.Fatalf("%d metrics after Close, want 15", n)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Stats hangs after Close")
+	}
+}
+
+// TestMetricsMatchStats: after LimitAll calls spread over partitions
+// (one decision each), reservations and denials, every counter equals the
+// limiter's Stats, and a LimitAll counts once.
+func TestMetricsMatchStats(t *testing.T) {
+	l, err := ratelimit.Open(ratelimit.Options{
+		Partitions: 16,
+		Limits: map[string]ratelimit.Config{
+			"a": {Kind: ratelimit.TokenBucket, Rate: 2, Period: time.Minute, MaxReserved: 1},
+			"b": {Kind: ratelimit.TokenBucket, Rate: 100, Period: time.Minute},
+		},
+		Now: ratelimittest.NewClock(time.Unix(1_700_000_000, 0)).Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	// 2 grants, 1 reservation (a grant), 1 denial: all LimitAll over two keys.
+	for _, reserve := range []bool{false, false, true, true} {
+		if _, err := l.LimitAll(ctx,
+			ratelimit.Request{Name: "a", Key: "k", Reserve: reserve},
+			ratelimit.Request{Name: "b", Key: "other-key", Reserve: reserve}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(l, "rl"))
+	m := gather(t, reg)
+	s := l.Stats()
+	got := map[string]float64{}
+	for _, x := range m["rl_decisions_total"] {
+		got[x.GetLabel()[0].GetValue()] = x.GetCounter().GetValue()
+	}
+	if got["granted"] != float64(s.Grants) || got["denied"] != float64(s.Denials) || s.Grants != 3 || s.Denials != 1 {
+		t.Errorf("decisions %v, Stats %+v; want 3 granted, 1 denied", got, s)
+	}
+	if r := m["rl_reservations_total"][0].GetCounter().GetValue(); r != float64(s.Reservations) || r != 1 {
+		t.Errorf("reservations %v, Stats %d", r, s.Reservations)
+	}
+	if v := m["rl_live_buckets"][0].GetGauge().GetValue(); v != float64(s.LiveBuckets) || v != 2 {
+		t.Errorf("live %v, Stats %d", v, s.LiveBuckets)
+	}
+	if v := m["rl_partitions"][0].GetGauge().GetValue(); v != 16 {
+		t.Errorf("partitions %v", v)
+	}
+}
+
+// TestRegistrationCollision: two collectors under one namespace collide
+// with an error (not a panic); distinct namespaces coexist; the empty
+// namespace gives bare names.
+func TestRegistrationCollision(t *testing.T) {
+	l1, l2 := open(t, ""), open(t, "")
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(NewCollector(l1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(NewCollector(l2, "x")); err == nil {
+		t.Error("two collectors with one namespace registered")
+	}
+	if err := reg.Register(NewCollector(l2, "y")); err != nil {
+		t.Errorf("distinct namespace: %v", err)
+	}
+	reg2 := prometheus.NewPedanticRegistry()
+	reg2.MustRegister(NewCollector(l1, ""))
+	if _, ok := gather(t, reg2)["decisions_total"]; !ok {
+		t.Error("no bare decisions_total")
+	}
+}
+
+// TestConcurrentScrapes: scrapes racing with traffic and Close (-race).
+func TestConcurrentScrapes(t *testing.T) {
+	l := open(t, "")
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(l, "c"))
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 50 {
+				l.Limit(context.Background(), ratelimit.Request{Name: "api", Key: string(rune('a' + (i+j)%5))})
+			}
+		}()
+	}
+	for range 20 {
+		if _, err := reg.Gather(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	l.Close()
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
 	}
 }

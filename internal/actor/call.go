@@ -45,6 +45,12 @@ type Item struct {
 	State bucket.State // loaded or prepared state, updated by grants
 	Err   error        // why this item could not be decided or stored
 
+	// ref is where loadItem found the bucket in its partition's table (nil
+	// when absent, or an overflow entry's copy), valid while the table's
+	// moves equals refMoves (see table.getRef).
+	ref      *entry
+	refMoves uint64
+
 	Part   int32 // owning partition
 	member int32 // index of the member this item serves
 	canon  int32 // index of the first item with the same ID (atomic calls)
@@ -69,6 +75,9 @@ type Member struct {
 	RetryAfter int64
 	Left       float64 // tokens left after the decision in its bucket(s), summed
 	UntilFull  int64   // how long those buckets need to refill (their average, for two)
+	// Spill is, for OpCredit, the part of Count the bucket's capacity
+	// refused.
+	Spill float64
 }
 
 // Call is one caller's request; see the package doc. Calls are pooled: get
@@ -98,6 +107,10 @@ type Call struct {
 	oneMsg     bool // sent as one message: its waiter is w (see msgWaiter)
 	w          msgWaiter
 	uncounted  bool // a step of another call: not a decision of its own
+	// inline: the caller runs this call's only message itself, in memory
+	// mode, so its end needs no signal; finished: it ended that way.
+	// Both are the caller's goroutine's (see Partition.send).
+	inline, finished bool
 }
 
 type span struct{ part, lo, hi int32 }
@@ -112,9 +125,7 @@ const (
 // callBlock is how a pooled call is allocated: with room for one member
 // and two items (a single Limit, sharded or not) in the same allocation,
 // so that a call, its items and its member sit on neighbouring cache lines
-// as they travel between the caller's core and the partition's (measured:
-// +5% single Limit calls per second at 256 callers over four alternating
-// runs, which is within this VM's run-to-run noise).
+// as they travel between the caller's core and the partition's.
 type callBlock struct {
 	c      Call
 	member [1]Member
@@ -141,13 +152,25 @@ func (c *Call) Release() {
 	callPool.Put(c)
 }
 
-// AddItem appends an item serving member m (as its A item, or B if second;
-// m < 0 for an item that serves no member) and returns its index.
+// AddItem appends an item serving member m (as its First item, or Second
+// if second; m < 0 for an item that serves no member) and returns its
+// index.
 func (c *Call) AddItem(it Item, m int32, second bool) int32 {
-	it.member, it.second = m, second
-	it.canon = int32(len(c.Items))
-	c.Items = append(c.Items, it)
-	return int32(len(c.Items) - 1)
+	i := c.NewItem(m, second)
+	it.member, it.second, it.canon = m, second, i
+	c.Items[i] = it
+	return i
+}
+
+// NewItem appends a zero item serving member m, as AddItem does, and
+// returns its index, for the caller to fill in place (an Item is two cache
+// lines: copying one costs as much as filling it).
+func (c *Call) NewItem(m int32, second bool) int32 {
+	i := int32(len(c.Items))
+	c.Items = append(c.Items, Item{})
+	it := &c.Items[i]
+	it.member, it.second, it.canon = m, second, i
+	return i
 }
 
 // SetItems makes Items n long (reusing its storage) for SetItem.
@@ -155,12 +178,14 @@ func (c *Call) SetItems(n int) {
 	c.Items = slices.Grow(c.Items[:0], n)[:n]
 }
 
-// SetItem stores it at index i, serving member m as its A item. Callers
-// that know every item's partition up front place them grouped by
-// partition this way, which spares Decide the sorting.
-func (c *Call) SetItem(i int32, it Item, m int32) {
-	it.member, it.second, it.canon = m, false, i
-	c.Items[i] = it
+// SetItem resets item i to serve member m as its First item and returns
+// it, for the caller to fill in place. Callers that know every item's
+// partition up front place them grouped by partition this way, which
+// spares Decide the sorting.
+func (c *Call) SetItem(i int32, m int32) *Item {
+	it := &c.Items[i]
+	*it = Item{member: m, canon: i}
+	return it
 }
 
 // ItemErr returns the first error among the items of member m.
@@ -195,6 +220,9 @@ func (c *Call) begin(n int) {
 func (c *Call) partDone() {
 	if c.remaining.Add(-1) != 0 {
 		return
+	}
+	if c.inline {
+		return // its caller runs it and sees remaining reach 0 (see Partition.send)
 	}
 	if c.state.Swap(stateDone) == stateAbandoned {
 		c.Release() // its caller left; the call is ours to recycle

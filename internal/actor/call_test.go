@@ -1,5 +1,9 @@
 package actor
 
+// The call protocol (call.go): a caller that gives up (its context ends)
+// before, while and after its call is taken up consumes nothing it was not
+// told of, and never blocks a partition.
+
 import (
 	"context"
 	"errors"
@@ -178,31 +182,6 @@ func cancelStress(t *testing.T, log Log) {
 		a, ab := float64(acked[k].Load()), float64(abandonedN[k].Load())
 		if spent < a || spent > a+ab {
 			t.Errorf("bucket %v: spent %v, acknowledged %v, abandoned %v", it.ID, spent, a, ab)
-		}
-	}
-}
-
-// distinct finds a repeated bucket at any two positions, tells shards and
-// names apart, and leaves calls of more than four items to group.
-func TestDistinct(t *testing.T) {
-	id := func(name, key string, shard uint32) Item {
-		return Item{ID: BucketID{Name: name, Key: key, Shard: shard}}
-	}
-	a, b, c, d := id("n", "k", 0), id("n", "k", 1), id("n", "j", 0), id("m", "k", 0)
-	for _, tc := range []struct {
-		items []Item
-		want  bool
-	}{
-		{[]Item{a}, true},
-		{[]Item{a, b}, true},
-		{[]Item{a, b, c, d}, true},
-		{[]Item{a, a}, false},
-		{[]Item{a, b, c, a}, false},
-		{[]Item{b, c, d, d}, false},
-		{[]Item{a, b, c, d, id("x", "y", 0)}, false}, // too many to compare: group them
-	} {
-		if got := distinct(tc.items); got != tc.want {
-			t.Errorf("distinct(%v) = %v, want %v", tc.items, got, tc.want)
 		}
 	}
 }

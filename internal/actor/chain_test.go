@@ -1,19 +1,15 @@
 package actor
 
+// Atomic calls over several partitions (chain.go): holds, parking, commit
+// and abort along the chain.
+
 import (
 	"context"
 	"errors"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
-
-	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
-
-// twoParts returns buckets x on partition 0 and y on partition 1.
-func twoParts(g *Group, lim *bucket.Limit) (x, y Item) {
-	return itemFor(g, lim, "n", keyOn(g, "n", 0, 0), 0), itemFor(g, lim, "n", keyOn(g, "n", 1, 0), 0)
-}
 
 // holdX starts an atomic take of 1 on x and y with partition 1 blocked, and
 // returns once x is held on partition 0 and the chain waits in partition
@@ -317,12 +313,10 @@ func atomicStress(t *testing.T, parts int, capac float64) {
 
 // A message that arrives after others have parked on a bucket must not
 // overtake them when the hold is released in the same batch: parked
-// messages run in arrival order, before newcomers.
-//
-// Fails today: blocked() only looks at p.held, so a newcomer queued in the
-// same batch as the commit that frees the bucket runs at once, before the
-// parked queue (wakeParked runs only at the end of the batch). Under steady
-// contention a parked message can be overtaken batch after batch.
+// messages run in arrival order, before newcomers. (A newcomer queued in
+// the same batch as the commit that frees the bucket once ran at once,
+// before the parked queue, which woke only at the end of the batch: under
+// steady contention a parked message could be overtaken batch after batch.)
 func TestNewcomerDoesNotOvertakeParked(t *testing.T) {
 	g := newGroup(t, 2, NopLog{}, frozen)
 	lim := tokenLim(2)
@@ -349,5 +343,26 @@ func TestNewcomerDoesNotOvertakeParked(t *testing.T) {
 	if !early.Members[0].OK || late.Members[0].OK {
 		t.Errorf("one token left: early (parked first) OK=%v, late (arrived after) OK=%v; want the early one served",
 			early.Members[0].OK, late.Members[0].OK)
+	}
+}
+
+// A chain whose next partition has stopped aborts: the hold it took is
+// released, nothing is consumed, the caller gets ErrClosed.
+func TestChainNextPartitionStopped(t *testing.T) {
+	g := newGroup(t, 2, NopLog{}, frozen)
+	x, y := twoParts(g, tokenLim(10))
+	g.parts[1].stop()
+	c := takeCall(1, x, y)
+	waitChan(t, async(func() { decide(t, g, c) }), "the chain")
+	if !errors.Is(c.FirstErr(), ErrClosed) {
+		t.Fatalf("FirstErr = %v, want ErrClosed", c.FirstErr())
+	}
+	var held int
+	g.Run(0, func(p *Partition) { held = len(p.held) })
+	if held != 0 {
+		t.Fatalf("partition 0 still holds %d buckets", held)
+	}
+	if v := value(t, g, x); v != 10 {
+		t.Fatalf("x = %v, want 10", v)
 	}
 }

@@ -6,25 +6,38 @@ import "github.com/seed7fbd42b6/ratelimit/internal/bucket"
 // updating them (and marking them Write) on a grant that writes.
 func decideMember(c *Call, m *Member, now int64) {
 	a := &c.Items[c.Items[m.First].canon]
-	if m.Second < 0 {
+	var b *Item
+	if m.Second >= 0 {
+		b = &c.Items[c.Items[m.Second].canon]
+	}
+	DecideMember(m, a, b, now)
+}
+
+// DecideMember decides m at now against the states of a, its bucket, and b,
+// the other shard of a two-choice pair (nil for one bucket): it fills m's
+// outputs and, on a grant that writes, updates a.State and b.State and
+// sets their Write. A store that keeps buckets elsewhere (redislimit)
+// calls it on the states it read, so that both stores fill members alike.
+func DecideMember(m *Member, a, b *Item, now int64) {
+	if b == nil {
 		if m.Op == OpCredit {
+			before := a.Lim.Project(a.State, now).Value
 			a.State, a.Write = a.Lim.Credit(a.State, now, m.Count), true
-			m.OK, m.RetryAfter = true, 0
+			m.OK, m.RetryAfter, m.Left = true, 0, a.State.Value
+			m.Spill = max(0, m.Count-(a.State.Value-before))
 			return
 		}
 		d := a.Lim.Take(a.State, now, m.Count, m.Reserve)
 		m.OK, m.RetryAfter = d.OK, d.RetryAfter
-		left := a.Lim.Project(a.State, now)
-		if d.OK {
-			left = d.Next
-			if m.Op == OpTake {
-				a.State, a.Write = d.Next, true
-			}
+		left := d.Next
+		if !d.OK {
+			left = a.Lim.Project(a.State, now)
+		} else if m.Op == OpTake {
+			a.State, a.Write = d.Next, true
 		}
 		m.Left, m.UntilFull = left.Value, a.Lim.UntilFull(left, now)
 		return
 	}
-	b := &c.Items[c.Items[m.Second].canon]
 	pr := a.Lim.TakeTwo(a.State, b.State, now, m.Count, m.Reserve)
 	m.OK, m.RetryAfter = pr.OK, pr.RetryAfter
 	la, lb := a.Lim.Project(pr.A, now), a.Lim.Project(pr.B, now)

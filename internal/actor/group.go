@@ -80,35 +80,27 @@ func (g *Group) QueueOnly() {
 }
 
 // Route returns the partition of shard of the bucket whose (name, key)
-// hashes to hash: shard s sits on partition (hash + s/2) mod N, so shards
-// 2k and 2k+1 form a pair on one partition and consecutive pairs sit on
-// consecutive partitions. A request's two choices are a pair (see
-// ratelimit's twoShards), decided by one partition in one step, and a hot
-// limit's pairs spread over up to N partitions. With callers running idle
-// partitions themselves, what serializes a hot limit is callers meeting on
-// one partition (one of them then parks), not the number of processors.
-//
-// Measured on 2 processors and 16 partitions, against shards spread over
-// GOMAXPROCS partitions as before (go run ./bench -scenario hot -mode
-// memory -baselines "" -callers 256,1024 -runs 3, three alternating
-// pairs): Shards 16 against unsharded at 256 callers went from 0.82x in
-// each of three runs to 1.14x-1.73x; and a limit of 2 shards, whose every
-// request crossed two partitions, from 1.36-1.58 us a decision to
-// 0.42-0.61 us (go test -bench LimitHot/shards=2, three alternating
-// pairs).
-//
-// Placement depends on (name, key, shard) alone, not on the limit's
-// config, so recovery puts every bucket where requests look for it, even
-// a bucket of an inline limit whose config it does not know.
+// hashes to hash (bucket.Hash): shard s sits on
+// partition (hash + s/2) mod N, so shards 2k and 2k+1 form a pair on one
+// partition and consecutive pairs sit on consecutive partitions. A
+// request's two choices are a pair (see ratelimit's twoShards), decided by
+// one partition in one step, and a hot limit's pairs spread over up to N
+// partitions: with callers running idle partitions themselves, what
+// serialises a hot limit is callers meeting on one partition, not the
+// number of processors. Placement depends on (name, key, shard) alone, not
+// on the limit's config, so recovery puts every bucket where requests
+// look for it, even a bucket of an inline limit whose config it does not
+// know.
 func (g *Group) Route(hash uint64, shard uint32) int32 {
 	return int32((hash + uint64(shard/2)) % uint64(len(g.parts)))
 }
 
-// Restore puts a recovered state (or deletion) of the bucket id, whose
-// (name, key) hashes to h, into its partition. Only before Start.
-func (g *Group) Restore(id BucketID, h uint64, s bucket.State, lim *bucket.Limit, del bool) {
-	p := g.parts[g.Route(h, id.Shard)]
-	bh := bucket.ShardHash(bucket.TableHash(bucket.NameHash(id.Name), id.Key), id.Shard)
+// Restore puts a recovered state (or deletion) of the bucket id into its
+// partition. Only before Start.
+func (g *Group) Restore(id BucketID, s bucket.State, lim *bucket.Limit, del bool) {
+	nh := bucket.NameHash(id.Name)
+	p := g.parts[g.Route(bucket.HashWith(nh, id.Key), id.Shard)]
+	bh := bucket.ShardHash(bucket.TableHash(nh, id.Key), id.Shard)
 	if del {
 		p.buckets.del(bh, id)
 		return
@@ -132,14 +124,19 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 		// claim the call (a compare-and-swap on a line the caller wrote).
 		c.cancel = ctx.Done() != nil
 		c.oneMsg = true // one message, so one waiter at a time: c.w
-		c.begin(1)
-		if !g.parts[c.Items[0].Part].send(msg{call: c, kind: kindDecide, hi: int32(len(c.Items))}) {
+		p := g.parts[c.Items[0].Part]
+		if !p.sendDecide(msg{call: c, kind: kindDecide, hi: int32(len(c.Items))}) {
 			g.failAll(c)
 			c.oneMsg = false
 			return false, nil
 		}
-		if err := c.wait(ctx); err != nil {
-			return true, err
+		if c.finished {
+			c.finished = false
+		} else {
+			p.log.CommitNow() // a lone caller commits its own grant
+			if err := c.wait(ctx); err != nil {
+				return true, err
+			}
 		}
 		c.oneMsg = false
 		return false, nil
@@ -161,7 +158,9 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		g.twoPhase(c)
+		if c.decideHook != nil || !g.decideLocked(c) { // a test's hook may block: not under mutexes
+			g.twoPhase(c)
+		}
 	}
 	return false, nil
 }
@@ -256,7 +255,7 @@ func onePartition(c *Call) bool {
 // for a few items only (more are reported as not distinct). An atomic call
 // on one partition needs no grouping when it holds no bucket twice: its
 // order matters only across partitions. This spares the common sharded
-// request (two mates of one key) a sort, ~5% of its CPU on a hot limit.
+// request (two mates of one key) a sort.
 func distinct(items []Item) bool {
 	if len(items) > 4 {
 		return false

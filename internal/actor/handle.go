@@ -115,7 +115,8 @@ func (p *Partition) refuses(c *Call, it *Item) bool {
 // refill up to it is not counted twice. Without drops since, a fresh
 // bucket starts at now, as SEMANTICS says.
 func (p *Partition) loadItem(it *Item) {
-	e, ok := p.buckets.get(it.Hash, it.ID)
+	e, ref, ok := p.buckets.getRef(it.Hash, it.ID)
+	it.ref, it.refMoves = ref, p.buckets.moves
 	if ok {
 		it.State = e.s
 	} else {
@@ -125,13 +126,25 @@ func (p *Partition) loadItem(it *Item) {
 
 // decide decides m's members here, in one step.
 func (p *Partition) decide(m msg) {
+	if p.decideItems(m) {
+		p.pending = append(p.pending, m)
+	} else {
+		m.call.partDone()
+	}
+}
+
+// decideItems decides m's members and stores what they grant; it reports
+// whether anything was stored (so that m must wait for the log). A refusal
+// (ErrFull) is set on the items.
+func (p *Partition) decideItems(m msg) (wrote bool) {
 	c := m.call
-	wrote := false
 	if c.Atomic {
 		if err := p.load(m, false); err != nil {
 			p.counts.Refused++
-			p.fail(m, err)
-			return
+			for i := m.lo; i < m.hi; i++ {
+				c.Items[i].Err = err
+			}
+			return false
 		}
 		granted := decideAll(c, p.now)
 		p.counts.count(c, granted)
@@ -143,30 +156,26 @@ func (p *Partition) decide(m msg) {
 				}
 			}
 		}
-	} else {
-		for i := m.lo; i < m.hi; i++ { // one item per member (see Call.Atomic)
-			p.touchItem(m, i+prefetchWindow)
-			it := &c.Items[i]
-			mem := &c.Members[it.member]
-			if p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets && p.refuses(c, it) {
-				it.Err = ErrFull
-				p.counts.Refused++
-				continue
-			}
-			p.loadItem(it)
-			decideMember(c, mem, p.now)
-			p.counts.countMember(mem)
-			if it.Write {
-				p.store(it)
-				wrote = true
-			}
+		return wrote
+	}
+	for i := m.lo; i < m.hi; i++ { // one item per member (see Call.Atomic)
+		p.touchItem(m, i+prefetchWindow)
+		it := &c.Items[i]
+		mem := &c.Members[it.member]
+		if p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets && p.refuses(c, it) {
+			it.Err = ErrFull
+			p.counts.Refused++
+			continue
+		}
+		p.loadItem(it)
+		decideMember(c, mem, p.now)
+		p.counts.countMember(mem)
+		if it.Write {
+			p.store(it)
+			wrote = true
 		}
 	}
-	if wrote {
-		p.pending = append(p.pending, m)
-	} else {
-		c.partDone()
-	}
+	return wrote
 }
 
 // commit stores m's Write items and releases m's holds.
@@ -200,7 +209,11 @@ func (p *Partition) store(it *Item) {
 		p.dropped = max(p.dropped, p.now)
 		rec.Delete = true
 	} else {
-		p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: it.Lim})
+		if e := it.ref; e != nil && it.refMoves == p.buckets.moves && e.id == it.ID {
+			e.s, e.lim = it.State, it.Lim // where loadItem found it: no second lookup
+		} else {
+			p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: it.Lim})
+		}
 		rec.Value, rec.TS = it.State.Value, it.State.TS
 	}
 	p.record(it.Hash, rec)

@@ -1,5 +1,10 @@
 package actor
 
+// Helpers shared by the package's tests: groups and items placed on chosen
+// partitions, calls, fake logs, waits that report hangs instead of
+// sleeping, a tracker of Call reuse, and a model of the bucket table.
+// Times are plain int64 nanoseconds; the frozen clock reads t0.
+
 import (
 	"context"
 	"fmt"
@@ -67,6 +72,8 @@ func (l *fakeLog) Err() error {
 	return l.err
 }
 
+func (l *fakeLog) CommitNow() {}
+
 func (l *fakeLog) setErr(err error) {
 	l.mu.Lock()
 	l.err = err
@@ -131,12 +138,11 @@ func keyOn(g *Group, name string, part int32, i int) string {
 
 // itemFor is the item of bucket (name, key, shard) under lim.
 func itemFor(g *Group, lim *bucket.Limit, name, key string, shard uint32) Item {
-	h := bucket.Hash(name, key)
 	return Item{
 		ID:   BucketID{Name: name, Key: key, Shard: shard},
 		Hash: bucket.ShardHash(bucket.TableHash(bucket.NameHash(name), key), shard),
 		Lim:  lim,
-		Part: g.Route(h, shard),
+		Part: g.Route(bucket.Hash(name, key), shard),
 	}
 }
 
@@ -208,6 +214,13 @@ func blockPartition(t testing.TB, g *Group, i int) (unblock func()) {
 			waitChan(t, done, "blocking Run to return")
 		})
 	}
+}
+
+// stopped reports whether partition p has begun to stop.
+func stopped(p *Partition) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopped
 }
 
 // inbox is how many messages partition p has queued.
@@ -385,4 +398,331 @@ func ackGranted(c *Call, index map[BucketID]int, acked []atomic.Int64) {
 	for m := range c.Members {
 		acked[index[c.Items[c.Members[m].First].ID]].Add(int64(c.Members[m].Count))
 	}
+}
+
+// asyncLog commits on its own goroutine, one waiter at a time, in order.
+type asyncLog struct{ ch chan wal.Waiter }
+
+func newAsyncLog(t testing.TB) *asyncLog {
+	l := &asyncLog{ch: make(chan wal.Waiter, 1024)}
+	done := async(func() {
+		for w := range l.ch {
+			w.Committed(nil)
+		}
+	})
+	t.Cleanup(func() { close(l.ch); <-done })
+	return l
+}
+
+func (l *asyncLog) Append(_ []wal.Record, w wal.Waiter) { l.ch <- w }
+
+func (l *asyncLog) Err() error { return nil }
+func (l *asyncLog) CommitNow() {}
+
+// twoParts returns buckets x on partition 0 and y on partition 1.
+func twoParts(g *Group, lim *bucket.Limit) (x, y Item) {
+	return itemFor(g, lim, "n", keyOn(g, "n", 0, 0), 0), itemFor(g, lim, "n", keyOn(g, "n", 1, 0), 0)
+}
+
+// collidingIDs are n distinct bucket ids given one shared table hash h
+// (a real 64-bit collision cannot be found, so the test forges one).
+func collidingIDs(n int) (h uint64, ids []BucketID) {
+	for i := 0; i < n; i++ {
+		ids = append(ids, BucketID{Name: "n", Key: fmt.Sprintf("c%d", i)})
+	}
+	return 0xC011_1DE5_C011_1DE5, ids
+}
+
+func st(v float64) bucket.State { return bucket.State{Value: v, TS: t0} }
+
+func mustGet(t *testing.T, tb *table, h uint64, id BucketID, want float64) {
+	t.Helper()
+	e, ok := tb.get(h, id)
+	if !ok {
+		t.Fatalf("get(%v): missing, want value %v", id, want)
+	}
+	if e.id != id || e.s.Value != want {
+		t.Fatalf("get(%v) = %+v, want value %v", id, e, want)
+	}
+}
+
+func mustMiss(t *testing.T, tb *table, h uint64, id BucketID) {
+	t.Helper()
+	if e, ok := tb.get(h, id); ok {
+		t.Fatalf("get(%v) = %+v, want missing", id, e)
+	}
+}
+
+// inverse is the inverse of the odd c modulo 2^64 (Newton's iteration; c is
+// its own inverse to 3 bits, and each step doubles the correct bits).
+func inverse(c uint64) uint64 {
+	x := c
+	for i := 0; i < 6; i++ {
+		x *= 2 - c*x
+	}
+	return x
+}
+
+// unmixTag inverts the finalizer of table.tag (before its |1).
+func unmixTag(x uint64) uint64 {
+	x ^= x >> 33 // a xorshift by >= 32 is its own inverse
+	x *= inverse(0xc4ceb9fe1a85ec53)
+	x ^= x >> 33
+	x *= inverse(0xff51afd7ed558ccd)
+	x ^= x >> 33
+	return x
+}
+
+// forgeHash is a table hash whose tag in tb is tag|1. The hashes of alt false
+// and true differ and share that tag (the |1 collision).
+func forgeHash(tb *table, tag uint64, alt bool) uint64 {
+	m := tag | 1
+	if alt {
+		m &^= 1
+	}
+	return unmixTag(m) ^ tb.seed
+}
+
+// forgeTag is a tag whose top prefixBits bits are prefix, whose home bits
+// (1..12: the home slot in a subtable of any size, masked) are home, and
+// whose other bits come from r.
+func forgeTag(r *rand.Rand, prefix uint64, prefixBits int, home uint64) uint64 {
+	x := r.Uint64()
+	if prefixBits > 0 {
+		x = x&(^uint64(0)>>prefixBits) | prefix<<(64-prefixBits)
+	}
+	x = x&^(uint64(0xFFF)<<1) | (home&0xFFF)<<1
+	return x | 1
+}
+
+// modelVal is the model of one bucket: the hash its caller uses, its value,
+// and whether its limit is unknown (nil: never full).
+type modelVal struct {
+	h       uint64
+	v       float64
+	unknown bool
+}
+
+type tableModel map[BucketID]modelVal
+
+func (v modelVal) full() bool { return !v.unknown && v.v >= 10 }
+
+var modelLim = tokenLim(10) // full at 10 under the frozen clock
+
+func modelID(prefix string, k int) BucketID {
+	return BucketID{Name: "m", Key: fmt.Sprintf("%s%d", prefix, k)}
+}
+
+// modelPut stores (id, v) in tb and in the model.
+func modelPut(tb *table, m tableModel, id BucketID, h uint64, v float64, unknown bool) {
+	e := entry{id: id, s: st(v), lim: modelLim}
+	if unknown {
+		e.lim = nil
+	}
+	tb.put(h, e)
+	m[id] = modelVal{h: h, v: v, unknown: unknown}
+}
+
+// modelDel deletes id, present in the model, from tb and the model.
+func modelDel(tb *table, m tableModel, id BucketID) {
+	tb.del(m[id].h, id)
+	delete(m, id)
+}
+
+// checkTable checks tb's invariants and that it holds exactly the model:
+//   - the directory has 2^global slots, and every subtable of depth d fills
+//     one aligned range of 2^(global-d) of them, and no other;
+//   - every subtable has a power-of-two size in [minSlots, maxSlots], a
+//     correct n, a load of at most 3/4, cleared empty slots;
+//   - every tag is odd, lies in its subtable's directory range, is unique,
+//     and is reachable: no empty slot between its home and its slot;
+//   - the entries are exactly the model's (id, tag of its hash, value,
+//     limit), each once, in main or in overflow; every overflow entry's tag
+//     is held in main by another id; t.n and len() are right;
+//   - get finds every entry.
+func checkTable(t *testing.T, tb *table, m tableModel) {
+	t.Helper()
+	if err := tableErr(tb, m); err != nil {
+		t.Fatal(err)
+	}
+	for id, v := range m {
+		e, ok := tb.get(v.h, id)
+		if !ok || e.id != id || e.s.Value != v.v || (e.lim == nil) != v.unknown {
+			t.Fatalf("get(%v) = %+v %v, model %+v", id, e, ok, v)
+		}
+	}
+}
+
+func tableErr(tb *table, m tableModel) error {
+	global := 64 - int(tb.shift)
+	if global < 0 || global > 30 || len(tb.dir) != 1<<global {
+		return fmt.Errorf("directory of %d for shift %d", len(tb.dir), tb.shift)
+	}
+	if tb.cursor < 0 || tb.cursor > len(tb.dir) {
+		return fmt.Errorf("cursor %d outside directory of %d", tb.cursor, len(tb.dir))
+	}
+	if c := tb.cursor; c < len(tb.dir) && c%(1<<(global-tb.dir[c].depth)) != 0 {
+		return fmt.Errorf("cursor %d inside the range of a subtable of depth %d", c, tb.dir[c].depth)
+	}
+	seen := map[BucketID]bool{}
+	mainTag := map[uint64]BucketID{}
+	subs := map[*subtable]bool{}
+	total := 0
+	for j := 0; j < len(tb.dir); {
+		s := tb.dir[j]
+		if s == nil || s.depth < 0 || s.depth > global {
+			return fmt.Errorf("dir[%d]: bad subtable", j)
+		}
+		if subs[s] {
+			return fmt.Errorf("dir[%d]: subtable already seen in another range", j)
+		}
+		subs[s] = true
+		width := 1 << (global - s.depth)
+		if j%width != 0 {
+			return fmt.Errorf("dir[%d]: range of depth %d not aligned", j, s.depth)
+		}
+		for k := j; k < j+width; k++ {
+			if tb.dir[k] != s {
+				return fmt.Errorf("dir[%d] differs from dir[%d] within a range of depth %d", k, j, s.depth)
+			}
+		}
+		size := len(s.tags)
+		if size < minSlots || size > maxSlots || size&(size-1) != 0 || len(s.ents) != size {
+			return fmt.Errorf("dir[%d]: %d slots, %d entries", j, size, len(s.ents))
+		}
+		cnt := 0
+		for i, tg := range s.tags {
+			if tg == 0 {
+				if s.ents[i] != (entry{}) {
+					return fmt.Errorf("dir[%d] slot %d: empty slot holds %+v", j, i, s.ents[i])
+				}
+				continue
+			}
+			cnt++
+			if tg&1 == 0 {
+				return fmt.Errorf("even tag %x", tg)
+			}
+			if k := int(tg >> tb.shift); global > 0 && (k < j || k >= j+width) {
+				return fmt.Errorf("tag %x (dir index %d) in the subtable of [%d,%d)", tg, k, j, j+width)
+			}
+			for p := s.home(tg); p != i; p = (p + 1) & (size - 1) {
+				if s.tags[p] == 0 {
+					return fmt.Errorf("tag %x at slot %d unreachable: empty slot %d after its home %d", tg, i, p, s.home(tg))
+				}
+			}
+			if _, dup := mainTag[tg]; dup {
+				return fmt.Errorf("tag %x twice", tg)
+			}
+			e := &s.ents[i]
+			mainTag[tg] = e.id
+			v, ok := m[e.id]
+			switch {
+			case !ok:
+				return fmt.Errorf("%v in the table, not in the model", e.id)
+			case seen[e.id]:
+				return fmt.Errorf("%v twice", e.id)
+			case tb.tag(v.h) != tg:
+				return fmt.Errorf("%v under tag %x, its hash's tag is %x", e.id, tg, tb.tag(v.h))
+			case e.s.Value != v.v || (e.lim == nil) != v.unknown:
+				return fmt.Errorf("%v = %+v, model %+v", e.id, *e, v)
+			}
+			seen[e.id] = true
+		}
+		if cnt != s.n {
+			return fmt.Errorf("dir[%d]: n %d, counted %d", j, s.n, cnt)
+		}
+		if 4*cnt > 3*size {
+			return fmt.Errorf("dir[%d]: %d entries in %d slots", j, cnt, size)
+		}
+		total += cnt
+		j += width
+	}
+	if total != tb.n {
+		return fmt.Errorf("t.n %d, counted %d", tb.n, total)
+	}
+	for id, o := range tb.overflow {
+		v, ok := m[id]
+		switch {
+		case !ok:
+			return fmt.Errorf("%v in overflow, not in the model", id)
+		case seen[id]:
+			return fmt.Errorf("%v in main and overflow", id)
+		case o.e.id != id || o.h != v.h || o.e.s.Value != v.v || (o.e.lim == nil) != v.unknown:
+			return fmt.Errorf("overflow %v = %+v, model %+v", id, o, v)
+		}
+		if owner, ok := mainTag[tb.tag(o.h)]; !ok || owner == id {
+			return fmt.Errorf("overflow %v: its tag %x is not held in main by another id", id, tb.tag(o.h))
+		}
+		seen[id] = true
+	}
+	if len(seen) != len(m) || tb.len() != len(m) {
+		return fmt.Errorf("table holds %d (len %d), model %d", len(seen), tb.len(), len(m))
+	}
+	return nil
+}
+
+// checkSweep runs Sweep on tb and checks it against the model: it visits each
+// entry that is not full exactly once, drops exactly the full ones, and
+// the model loses them too.
+func checkSweep(t *testing.T, tb *table, m tableModel) {
+	t.Helper()
+	p := &Partition{buckets: *tb}
+	visits := map[BucketID]int{}
+	dropped := p.Sweep(t0, func(id BucketID, s bucket.State) {
+		visits[id]++
+		if v, ok := m[id]; !ok || v.v != s.Value {
+			t.Fatalf("Sweep visited %v = %v, model %+v %v", id, s.Value, v, ok)
+		}
+	})
+	*tb = p.buckets
+	full := 0
+	for id, v := range m {
+		if v.full() {
+			full++
+			if visits[id] != 0 {
+				t.Fatalf("full %v visited", id)
+			}
+			if _, ok := tb.get(v.h, id); ok {
+				t.Fatalf("full %v kept by Sweep", id)
+			}
+			delete(m, id)
+		} else if visits[id] != 1 {
+			t.Fatalf("%v visited %d times", id, visits[id])
+		}
+	}
+	if dropped != full {
+		t.Fatalf("Sweep dropped %d, want %d", dropped, full)
+	}
+	if len(visits) != len(m) {
+		t.Fatalf("Sweep visited %d buckets, want %d", len(visits), len(m))
+	}
+}
+
+// dropFull removes the full buckets from m (what a sweep drops) and
+// returns how many there were.
+func dropFull(m tableModel) int {
+	full := 0
+	for id, v := range m {
+		if v.full() {
+			full++
+			delete(m, id)
+		}
+	}
+	return full
+}
+
+// pruneSwept removes from the model the full buckets the table no longer
+// holds (a partial sweep dropped them), failing on a bucket that is not
+// full and missing, and returns the model.
+func pruneSwept(t *testing.T, tb *table, m tableModel) tableModel {
+	t.Helper()
+	for id, v := range m {
+		if _, ok := tb.get(v.h, id); !ok {
+			if !v.full() {
+				t.Fatalf("%v (value %v, not full) lost", id, v.v)
+			}
+			delete(m, id)
+		}
+	}
+	return m
 }

@@ -44,29 +44,29 @@ type Partition struct {
 	wake     chan struct{}
 	exited   chan struct{}
 
-	group     *Group
-	log       Log
-	nolog     bool // log is NopLog (memory mode): no records, no waiters
+	group *Group
+	log   Log
+	nolog bool // log is NopLog (memory mode): no records, no waiters
 	// maxBuckets is the most buckets the partition holds (0: no bound):
 	// a request that needs another is refused with ErrFull.
 	maxBuckets int
-	clock     func() int64
-	buckets   table
-	held      map[BucketID]*Call // buckets prepared by a call, until its commit or abort
-	parked    map[BucketID][]msg // messages waiting for a held bucket
-	freed     []BucketID         // buckets released this batch, whose parked messages may run
-	rerun     bool               // wakeParked is running a parked message
-	failed    error              // the log's error, read once per batch
-	now       int64              // the batch's clock reading
-	last      int64              // the latest reading any batch (or sweep) here used
-	dropped   int64              // the latest reading at which a full bucket was dropped here (see loadItem)
-	recs      []wal.Record       // this batch's records
-	recSlot   [256]int32         // by table hash: a record of this batch to replace (see record)
-	pending   []msg              // this batch's messages that wrote records
-	counts    Counts             // decisions made here
-	ahead     prefetcher         // how far this batch's lookups were touched
-	lastItems int                // items of the largest message in the last batch
-	solo      [1]msg             // the batch of a caller that runs its own message
+	clock      func() int64
+	buckets    table
+	held       map[BucketID]*Call // buckets prepared by a call, until its commit or abort
+	parked     map[BucketID][]msg // messages waiting for a held bucket
+	freed      []BucketID         // buckets released this batch, whose parked messages may run
+	rerun      bool               // wakeParked is running a parked message
+	failed     error              // the log's error, read once per batch
+	now        int64              // the batch's clock reading
+	last       int64              // the latest reading any batch (or sweep) here used
+	dropped    int64              // the latest reading at which a full bucket was dropped here (see loadItem)
+	recs       []wal.Record       // this batch's records
+	recSlot    [256]int32         // by table hash: a record of this batch to replace (see record)
+	pending    []msg              // this batch's messages that wrote records
+	counts     Counts             // decisions made here
+	ahead      prefetcher         // how far this batch's lookups were touched
+	lastItems  int                // items of the largest message in the last batch
+	solo       [1]msg             // the batch of a caller that runs its own message
 }
 
 func newPartition(log Log, clock func() int64) *Partition {
@@ -96,25 +96,89 @@ func newPartition(log Log, clock func() int64) *Partition {
 // tokens (a chain step passing the call on); it never waits for a token,
 // so tokens cannot deadlock.
 func (p *Partition) send(m msg) bool {
+	run, ok := p.enter(m, false)
+	if run {
+		ran := false
+		defer crashUnlessRan(&ran)
+		p.runOwn(m)
+		p.leave(nil)
+		ran = true
+	}
+	return ok
+}
+
+// sendDecide is send for the one message of a call decided on this
+// partition alone (Group.Decide), which the caller has not begun. Run
+// inline in memory mode, the call ends before sendDecide returns
+// (c.finished), with no signal to wait for. When, in memory mode, the
+// partition is idle and holds no bucket for a two-phase call, the call
+// is decided at once under the partition's mutex, as a striped lock would
+// decide it: no one can take the executor token meanwhile, nothing is
+// queued to run after it, and no message protocol is needed.
+func (p *Partition) sendDecide(m msg) bool {
+	p.mu.Lock()
+	if m.call.decideHook == nil && p.idleLocked() { // a test's hook may block: not under a mutex
+		p.decideLocked(m)
+		p.mu.Unlock()
+		return true
+	}
+	p.mu.Unlock()
+	run, ok := p.enter(m, true)
+	if !run {
+		return ok
+	}
+	ran := false
+	defer crashUnlessRan(&ran)
+	c := m.call
+	c.begin(1)
+	if p.nolog {
+		c.inline = true
+		p.runOwn(m)
+		p.leave(c)
+	} else {
+		p.runOwn(m)
+		p.leave(nil)
+	}
+	ran = true
+	return true
+}
+
+// enter takes the executor token if the partition is idle (run), or
+// queues m (beginning its call first if begin is set); ok is false if the
+// partition has stopped.
+func (p *Partition) enter(m msg, begin bool) (run, ok bool) {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
-		return false
+		return false, false
 	}
 	if p.busy || len(p.inbox) > 0 || p.queue {
+		if begin {
+			m.call.begin(1)
+		}
 		p.inbox = append(p.inbox, m)
 		p.unlockWaking(p.sleeping && !p.busy) // a holder will see m itself
-		return true
+		return false, true
 	}
 	p.busy = true
 	p.mu.Unlock()
-	ran := false
-	defer crashUnlessRan(&ran)
+	return true, true
+}
 
+// runOwn runs the token holder's own message as a batch of one.
+func (p *Partition) runOwn(m msg) {
 	p.solo[0] = m
 	p.processAt(p.solo[:], m.call.spanNow)
 	p.solo[0] = msg{}
+}
 
+// leave runs the messages that queued while the holder ran its own (one
+// more batch), then gives the token back, waking the partition's
+// goroutine for whatever is still queued. For inline, a call whose end
+// needs no signal while the holder runs it (see Call.inline), it records
+// whether the call ended, before the token goes back: a message of it
+// still parked ends later, on another goroutine, with a signal.
+func (p *Partition) leave(inline *Call) {
 	p.mu.Lock()
 	if len(p.inbox) > 0 {
 		batch := p.inbox
@@ -125,11 +189,12 @@ func (p *Partition) send(m msg) bool {
 		p.mu.Lock()
 		p.spare = batch[:0]
 	}
+	if inline != nil {
+		inline.inline, inline.finished = false, inline.remaining.Load() == 0
+	}
 	p.busy = false
 	// Hand what is left to the goroutine (and let a stopping one exit).
 	p.unlockWaking(p.sleeping && (len(p.inbox) > 0 || p.stopped))
-	ran = true
-	return true
 }
 
 // unlockWaking unlocks p.mu, and if wake, wakes the partition's sleeping
@@ -233,11 +298,7 @@ func (p *Partition) process(batch []msg) { p.processAt(batch, 0) }
 // a later reading (absent means full) could come back fresh at an earlier
 // one, and the refill between the two would be counted twice.
 func (p *Partition) processAt(batch []msg, now int64) {
-	if now == 0 || now < p.last {
-		now = p.clock()
-	}
-	p.now = now
-	p.last = max(p.last, now)
+	p.setNow(now)
 	p.failed = p.log.Err()
 	p.ahead = prefetcher{}
 	p.lastItems = 0
@@ -248,6 +309,16 @@ func (p *Partition) processAt(batch []msg, now int64) {
 	}
 	p.wakeParked()
 	p.flush()
+}
+
+// setNow sets the batch's clock reading: now, unless it is 0 (none) or
+// earlier than a reading used here before, then a new one.
+func (p *Partition) setNow(now int64) {
+	if now == 0 || now < p.last {
+		now = p.clock()
+	}
+	p.now = now
+	p.last = max(p.last, now)
 }
 
 // flush hands the batch's records to the log; the messages that wrote them
@@ -334,16 +405,14 @@ func (p *Partition) fail(m msg, err error) {
 // Without it, Go's scheduler hands the processor straight back and forth
 // between a partition and the one caller it just released, so batches hold
 // about one request and every request costs a sleep and a wakeup; one yield
-// lets the released callers queue their next requests first (measured:
-// ~55 requests per batch instead of ~1.3 at 256 callers).
+// lets the released callers queue their next requests first.
 const yieldSpins = 1
 
 // After a batch with a message of at least bigBatch items (from a
 // LimitMany call: many requests of one caller), an idle partition yields
 // up to bigYield times (a few microseconds) before it sleeps: a caller that
 // sends big batches tends to send the next one soon, and waking a sleeping
-// partition costs a futex wake of another thread (measured: LimitMany at 1
-// caller, 64 requests a call, ~1.3x more decisions per second).
+// partition costs a futex wake of another thread.
 const (
 	bigBatch = 16
 	bigYield = 64

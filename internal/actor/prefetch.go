@@ -18,9 +18,7 @@ type prefetcher struct {
 // message with more items, its first prefetchWindow; decide touches the
 // rest as it goes, see touchItem). A lone message of one or two items is
 // not touched: there is nothing to overlap one miss with, and two items
-// alone are mostly a sharded request's pair, whose hot lines are cached
-// (touching them cost 8% of the CPU of a hot 16-shard limit at 256
-// callers).
+// alone are mostly a sharded request's pair, whose hot lines are cached.
 func (p *Partition) touchAhead(batch []msg, i int) {
 	f := &p.ahead
 	if i > 0 {

@@ -16,6 +16,7 @@ func (p *Partition) Sweep(now int64, visit func(BucketID, bucket.State)) (droppe
 	p.last = max(p.last, now)       // see processAt
 	p.dropped = max(p.dropped, now) // see loadItem
 	t := &p.buckets
+	t.moves++
 	// Deleting an entry whose hash has overflow entries promotes one of
 	// them, which the scan may or may not visit: with overflow entries
 	// around, delete afterwards. Without (the normal case), delete at once
@@ -71,6 +72,7 @@ func (p *Partition) SweepSome(now int64, budget int) (dropped, examined int) {
 	p.last = max(p.last, now)       // see processAt
 	p.dropped = max(p.dropped, now) // see loadItem
 	t := &p.buckets
+	t.moves++
 	if len(t.overflow) > 0 {
 		n := t.len()                // examined: all of them (Sweep)
 		return p.Sweep(now, nil), n // rare: keep promotion exact

@@ -13,7 +13,7 @@ import (
 //
 // It is an extendible-hashing directory of small open-addressing
 // subtables (linear probing, backward-shift deletion), rather than a Go
-// map, for three reasons measured on the hot path:
+// map, for three reasons:
 //   - an entry is exactly one cache line and a probe reads one more line of
 //     eight tags, and a batch can touch both lines of every lookup before
 //     deciding (touch), so the misses of a batch overlap instead of
@@ -33,6 +33,10 @@ type table struct {
 	n        int
 	overflow map[BucketID]ovEntry // ids whose hash is taken in the subtables by another id
 	cursor   int                  // SweepSome's next directory index
+	// moves counts the changes that may move entries of the subtables
+	// (growth, shrinking, deletion, sweeping): a pointer getRef returned
+	// stays valid while it is unchanged.
+	moves uint64
 }
 
 type subtable struct {
@@ -141,21 +145,29 @@ func (t *table) touch(h uint64) uint64 {
 	return s.tags[i] ^ uint64(s.ents[i].s.TS)
 }
 
-func (t *table) get(h uint64, id BucketID) (entry, bool) {
+// getRef is get that also returns a pointer to the entry in its subtable
+// (nil for an overflow entry), valid while t.moves is unchanged: storing
+// through it spares a second lookup.
+func (t *table) getRef(h uint64, id BucketID) (e entry, ref *entry, ok bool) {
 	tag := t.tag(h)
 	s, _ := t.sub(tag)
 	i, ok := s.lookup(tag)
 	if !ok {
-		return entry{}, false
+		return entry{}, nil, false
 	}
-	if e := &s.ents[i]; e.id == id {
-		return *e, true
+	if ref := &s.ents[i]; ref.id == id {
+		return *ref, ref, true
 	}
 	if len(t.overflow) > 0 {
 		o, ok := t.overflow[id]
-		return o.e, ok
+		return o.e, nil, ok
 	}
-	return entry{}, false
+	return entry{}, nil, false
+}
+
+func (t *table) get(h uint64, id BucketID) (entry, bool) {
+	e, _, ok := t.getRef(h, id)
+	return e, ok
 }
 
 func (t *table) put(h uint64, e entry) {
@@ -187,6 +199,7 @@ func (t *table) put(h uint64, e entry) {
 func (t *table) del(h uint64, id BucketID) { t.delTag(t.tag(h), id) }
 
 func (t *table) delTag(tag uint64, id BucketID) {
+	t.moves++
 	s, _ := t.sub(tag)
 	i, ok := s.lookup(tag)
 	if !ok {
@@ -219,6 +232,7 @@ func (t *table) span(j, d int) (start, width int) {
 
 // replace points s's directory range (s is at index j) at ns.
 func (t *table) replace(j int, s, ns *subtable) {
+	t.moves++
 	start, width := t.span(j, s.depth)
 	for k := start; k < start+width; k++ {
 		t.dir[k] = ns
@@ -240,6 +254,7 @@ func rebuilt(s *subtable, slots int) *subtable {
 // maxSlots, split it in two by the next bit of the tag, doubling the
 // directory if s already uses every directory bit.
 func (t *table) grow(s *subtable, j int) {
+	t.moves++
 	if len(s.tags) < maxSlots {
 		t.replace(j, s, rebuilt(s, 2*len(s.tags)))
 		return

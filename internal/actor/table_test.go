@@ -1,5 +1,11 @@
 package actor
 
+// The bucket table (table.go): an extendible-hash directory of subtables
+// with linear probing, backward-shift deletion and an overflow map for
+// colliding tags. Most tests forge keys (forgeHash) to choose every
+// entry's tag exactly, whatever the table's random seed, and compare the
+// table with an independent model (checkTable).
+
 import (
 	"fmt"
 	"math/rand/v2"
@@ -7,37 +13,7 @@ import (
 	"testing"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
-	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
-
-// collidingIDs are n distinct bucket ids given one shared table hash h
-// (a real 64-bit collision cannot be found, so the test forges one).
-func collidingIDs(n int) (h uint64, ids []BucketID) {
-	for i := 0; i < n; i++ {
-		ids = append(ids, BucketID{Name: "n", Key: fmt.Sprintf("c%d", i)})
-	}
-	return 0xC011_1DE5_C011_1DE5, ids
-}
-
-func st(v float64) bucket.State { return bucket.State{Value: v, TS: t0} }
-
-func mustGet(t *testing.T, tb *table, h uint64, id BucketID, want float64) {
-	t.Helper()
-	e, ok := tb.get(h, id)
-	if !ok {
-		t.Fatalf("get(%v): missing, want value %v", id, want)
-	}
-	if e.id != id || e.s.Value != want {
-		t.Fatalf("get(%v) = %+v, want value %v", id, e, want)
-	}
-}
-
-func mustMiss(t *testing.T, tb *table, h uint64, id BucketID) {
-	t.Helper()
-	if e, ok := tb.get(h, id); ok {
-		t.Fatalf("get(%v) = %+v, want missing", id, e)
-	}
-}
 
 func TestTableCollisionsKeptExactly(t *testing.T) {
 	lim := tokenLim(10)
@@ -102,116 +78,6 @@ func TestTableDeleteMainPromotesOverflow(t *testing.T) {
 	if tb.len() != 0 {
 		t.Fatalf("len = %d after deleting everything, want 0 (overflow %v)", tb.len(), tb.overflow)
 	}
-}
-
-// The same through the partitions: two buckets on one partition whose
-// Items carry the same Hash. Resetting one must not lose the other's debt.
-func TestCollidingItemsThroughGroup(t *testing.T) {
-	g := newGroup(t, 2, NopLog{}, frozen)
-	lim := tokenLim(10)
-	a := itemFor(g, lim, "n", "a", 0)
-	b := a
-	b.ID.Key = "b-forged-collision" // same Hash and Part, different id
-
-	for _, it := range []Item{a, b} {
-		c := takeCall(3, it)
-		decide(t, g, c)
-		if !c.Members[0].OK || c.Members[0].Left != 7 {
-			t.Fatalf("first take on %v: %+v, want 7 left", it.ID, c.Members[0])
-		}
-		c.Release()
-	}
-	// One atomic call over both: each sees its own state.
-	c := takeCall(1, a, b)
-	decide(t, g, c)
-	if c.Members[0].Left != 6 || c.Members[1].Left != 6 {
-		t.Fatalf("atomic take over colliding buckets: %+v", c.Members)
-	}
-	c.Release()
-
-	r := NewCall()
-	r.AddItem(a, -1, false)
-	g.Reset(r)
-	r.Release()
-	if v := value(t, g, a); v != 10 {
-		t.Fatalf("a after reset = %v, want 10", v)
-	}
-	if v := value(t, g, b); v != 6 {
-		t.Fatalf("b after resetting a = %v, want 6 (b's state lost: its tokens are minted again)", v)
-	}
-}
-
-// Sweep drops full buckets and visits every other bucket exactly once,
-// in main and overflow alike, and leaves the survivors reachable.
-func TestSweepOverCollisions(t *testing.T) {
-	lim := tokenLim(10)
-	for _, tc := range []struct {
-		name string
-		vals []float64 // per colliding id, in insertion order (first is main)
-	}{
-		{"main-full", []float64{10, 3}},
-		{"overflow-full", []float64{3, 10}},
-		{"all-full", []float64{10, 10, 10}},
-		{"none-full", []float64{1, 2, 3}},
-		{"main-full-many", []float64{10, 1, 10, 2, 3}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h, ids := collidingIDs(len(tc.vals))
-			p := newPartition(NopLog{}, frozen)
-			for i, id := range ids {
-				p.buckets.put(h, entry{id: id, s: st(tc.vals[i]), lim: lim})
-			}
-			// A non-colliding neighbour that is not full.
-			other := BucketID{Name: "n", Key: "other"}
-			p.buckets.put(bucket.ShardHash(bucket.Hash(other.Name, other.Key), 0), entry{id: other, s: st(4), lim: lim})
-			seen := map[BucketID]int{}
-			dropped := p.Sweep(t0, func(id BucketID, s bucket.State) { seen[id]++ })
-			wantDropped := 0
-			for i, id := range ids {
-				if tc.vals[i] >= 10 {
-					wantDropped++
-					if seen[id] != 0 {
-						t.Errorf("full %v visited", id)
-					}
-					mustMiss(t, &p.buckets, h, id)
-					continue
-				}
-				if seen[id] != 1 {
-					t.Errorf("%v visited %d times, want 1", id, seen[id])
-				}
-				mustGet(t, &p.buckets, h, id, tc.vals[i])
-			}
-			if seen[other] != 1 {
-				t.Errorf("neighbour visited %d times", seen[other])
-			}
-			if dropped != wantDropped {
-				t.Errorf("dropped %d, want %d", dropped, wantDropped)
-			}
-			if p.Len() != len(ids)-wantDropped+1 {
-				t.Errorf("Len = %d, want %d", p.Len(), len(ids)-wantDropped+1)
-			}
-		})
-	}
-}
-
-// Restore and later decisions agree on where a bucket is, and a restored
-// deletion removes it.
-func TestRestoreThenDecide(t *testing.T) {
-	lim := tokenLim(10)
-	g := testGroup(3, NopLog{}, frozen)
-	x := itemFor(g, lim, "n", "x", 2)
-	g.Restore(x.ID, bucket.Hash("n", "x"), st(4), lim, false)
-	y := itemFor(g, lim, "n", "y", 0)
-	g.Restore(y.ID, bucket.Hash("n", "y"), st(4), lim, false)
-	g.Restore(y.ID, bucket.Hash("n", "y"), bucket.State{}, nil, true)
-	g.Start()
-	t.Cleanup(g.Stop)
-	c := takeCall(1, x, y)
-	decide(t, g, c)
-	if c.Members[0].Left != 3 || c.Members[1].Left != 9 {
-		t.Fatalf("after restore: %+v, want x 3 left, y 9 left", c.Members)
-	}
-	c.Release()
 }
 
 // The table against a Go map, through enough keys to split subtables and
@@ -298,40 +164,6 @@ func TestTableMatchesMap(t *testing.T) {
 	check("empty")
 }
 
-// Repeated SweepSome calls with a small budget drop every full bucket and
-// keep the others, in about len/budget calls.
-func TestSweepSomeCoversEverything(t *testing.T) {
-	lim := tokenLim(10)
-	p := newPartition(NopLog{}, frozen)
-	const n = 30_000
-	for k := 0; k < n; k++ {
-		b := BucketID{Name: "n", Key: "k" + strconv.Itoa(k)}
-		v := 3.0
-		if k%3 == 0 {
-			v = 10 // full
-		}
-		p.buckets.put(bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0), entry{id: b, s: st(v), lim: lim})
-	}
-	dropped, calls := 0, 0
-	for examined := 0; examined < n; calls++ {
-		d, e := p.SweepSome(t0, 4096)
-		if e == 0 {
-			t.Fatal("SweepSome examined nothing")
-		}
-		dropped += d
-		examined += e
-	}
-	if dropped != n/3 {
-		t.Fatalf("dropped %d over %d calls, want %d", dropped, calls, n/3)
-	}
-	if p.Len() != n-n/3 {
-		t.Fatalf("Len = %d, want %d", p.Len(), n-n/3)
-	}
-	if calls > n/4096+2 {
-		t.Fatalf("%d calls to cover %d buckets with budget 4096", calls, n)
-	}
-}
-
 // Two tables place the same keys differently (a random seed each), so
 // keys cannot be chosen offline to pile into one probe run.
 func TestTableSeedDiffers(t *testing.T) {
@@ -341,144 +173,574 @@ func TestTableSeedDiffers(t *testing.T) {
 	}
 }
 
-// SweepSome interleaved with inserts, updates and deletions (so subtables
-// split, shrink and the directory doubles between calls) drops exactly the
-// full buckets it examines and never loses or alters another.
-func TestSweepSomeInterleavedWithChurn(t *testing.T) {
-	lim := tokenLim(10)
-	rng := rand.New(rand.NewPCG(3, 4))
-	p := newPartition(NopLog{}, frozen)
-	model := map[BucketID]float64{}
-	const keys = 30_000
-	id := func(k int) (uint64, BucketID) {
-		b := BucketID{Name: "n", Key: "k" + strconv.Itoa(k)}
-		return bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0), b
+// The forging helper itself: the tests below mean nothing without it.
+func TestForgedHashes(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for _, seed := range []uint64{0, 1, 0xdeadbeef, r.Uint64()} {
+		tb := newTable()
+		tb.seed = seed
+		for i := 0; i < 1000; i++ {
+			tag := r.Uint64() | 1
+			h, h2 := forgeHash(&tb, tag, false), forgeHash(&tb, tag, true)
+			if h == h2 || tb.tag(h) != tag || tb.tag(h2) != tag {
+				t.Fatalf("seed %x tag %x: hashes %x %x have tags %x %x", seed, tag, h, h2, tb.tag(h), tb.tag(h2))
+			}
+		}
 	}
-	for round := 0; round < 200; round++ {
-		for i := 0; i < 500; i++ {
-			h, b := id(rng.IntN(keys))
-			switch rng.IntN(4) {
-			case 0, 1:
-				v := float64(rng.IntN(11)) // 10 is full
-				p.buckets.put(h, entry{id: b, s: st(v), lim: lim})
-				model[b] = v
-			case 2:
-				p.buckets.del(h, b)
-				delete(model, b)
-			case 3:
-				e, ok := p.buckets.get(h, b)
-				v, want := model[b]
-				if ok != want || ok && e.s.Value != v {
-					t.Fatalf("round %d: get(%v) = %v %v, model %v %v", round, b, e.s.Value, ok, v, want)
+}
+
+// subtableOf is a subtable of the given size holding tags, inserted in order,
+// the entry of tags[k] holding the value k.
+func subtableOf(size int, tags []uint64) *subtable {
+	s := newSubtable(0, size)
+	for k, tg := range tags {
+		s.insert(tg, &entry{s: st(float64(k))})
+	}
+	return s
+}
+
+// checkSubtable checks that s holds exactly the tags[k] with present[k], each
+// with its own entry (value k), each reachable from its home (no empty
+// slot between) and found by lookup, and that the absent ones are missing.
+func checkSubtable(s *subtable, tags []uint64, present []bool) error {
+	mask := len(s.tags) - 1
+	cnt, want := 0, 0
+	for _, ok := range present {
+		if ok {
+			want++
+		}
+	}
+	for i, tg := range s.tags {
+		if tg == 0 {
+			if s.ents[i] != (entry{}) {
+				return fmt.Errorf("empty slot %d holds %+v", i, s.ents[i])
+			}
+			continue
+		}
+		cnt++
+		k := int(s.ents[i].s.Value)
+		if k < 0 || k >= len(tags) || tags[k] != tg || !present[k] {
+			return fmt.Errorf("slot %d: tag %x with the entry of #%d", i, tg, k)
+		}
+		for p := s.home(tg); p != i; p = (p + 1) & mask {
+			if s.tags[p] == 0 {
+				return fmt.Errorf("tag %x at %d unreachable from home %d: slot %d empty", tg, i, s.home(tg), p)
+			}
+		}
+	}
+	if cnt != want || s.n != cnt {
+		return fmt.Errorf("holds %d (n %d), want %d", cnt, s.n, want)
+	}
+	for k, tg := range tags {
+		i, ok := s.lookup(tg)
+		if ok != present[k] || ok && int(s.ents[i].s.Value) != k {
+			return fmt.Errorf("lookup(#%d) = slot %d %v, want %v", k, i, ok, present[k])
+		}
+	}
+	return nil
+}
+
+// tagsWithHomes are distinct tags with the given homes (distinct high bits).
+func tagsWithHomes(homes []int) []uint64 {
+	tags := make([]uint64, len(homes))
+	for k, h := range homes {
+		tags[k] = uint64(k+1)<<40 | uint64(h)<<1 | 1
+	}
+	return tags
+}
+
+func allTrue(n int) []bool {
+	p := make([]bool, n)
+	for k := range p {
+		p[k] = true
+	}
+	return p
+}
+
+// Backward-shift deletion, exhaustively: every sequence of five homes in
+// an 8-slot subtable (every shape of run, wrapped or not), deleting each
+// entry in turn (and inserting one again), against the set of tags.
+func TestBackwardShiftExhaustive(t *testing.T) {
+	const size, n = 8, 5
+	homes := make([]int, n)
+	for code := 0; code < 1<<(3*n); code++ {
+		for k := range homes {
+			homes[k] = code >> (3 * k) & 7
+		}
+		tags := tagsWithHomes(homes)
+		orig := subtableOf(size, tags)
+		for del := 0; del < n; del++ {
+			s := &subtable{n: orig.n, tags: append([]uint64(nil), orig.tags...), ents: append([]entry(nil), orig.ents...)}
+			present := allTrue(n)
+			i, ok := s.lookup(tags[del])
+			if !ok {
+				t.Fatalf("homes %v: tag %d not found", homes, del)
+			}
+			s.removeAt(i)
+			present[del] = false
+			if err := checkSubtable(s, tags, present); err != nil {
+				t.Fatalf("homes %v, after deleting #%d (slot %d): %v", homes, del, i, err)
+			}
+			if del == code%n { // and insert it again, once per shape
+				s.insert(tags[del], &entry{s: st(float64(del))})
+				present[del] = true
+				if err := checkSubtable(s, tags, present); err != nil {
+					t.Fatalf("homes %v, after reinserting #%d: %v", homes, del, err)
 				}
 			}
 		}
-		before := p.Len()
-		dropped, examined := p.SweepSome(t0, 1+rng.IntN(8192))
-		if examined == 0 && before > 0 {
-			t.Fatalf("round %d: SweepSome examined nothing of %d", round, before)
-		}
-		if p.Len() != before-dropped {
-			t.Fatalf("round %d: Len %d after dropping %d of %d", round, p.Len(), dropped, before)
-		}
-		// Whatever was dropped was full; whatever is left is intact.
-		for b, v := range model {
-			h := bucket.ShardHash(bucket.Hash(b.Name, b.Key), 0)
-			e, ok := p.buckets.get(h, b)
-			switch {
-			case !ok && v < 10:
-				t.Fatalf("round %d: %v (value %v, not full) lost", round, b, v)
-			case !ok:
-				delete(model, b) // dropped as full: equal to absent
-			case e.s.Value != v:
-				t.Fatalf("round %d: %v = %v, want %v", round, b, e.s.Value, v)
-			}
-		}
-		if p.Len() != len(model) {
-			t.Fatalf("round %d: Len %d, model %d", round, p.Len(), len(model))
+	}
+}
+
+// Deletion at the slot just before a run that wraps around the end of the
+// subtable, spelled out (e.g. homes 5,6,6,7,0 fill slots 5,6,7,0,1;
+// deleting slot 5 or 6 must pull the wrapped entries back across the end,
+// no further than their homes).
+func TestDeleteBeforeWrappedRun(t *testing.T) {
+	for _, tc := range []struct {
+		homes []int
+		del   int // index into homes
+	}{
+		{[]int{5, 6, 6, 7, 0}, 0},
+		{[]int{5, 6, 6, 7, 0}, 1},
+		{[]int{6, 6, 6, 6, 6, 6}, 0},
+		{[]int{7, 7, 7, 7, 7, 7}, 0},
+		{[]int{7, 7, 7, 7, 7, 7}, 5},
+		{[]int{7, 0, 7, 1, 7, 0}, 0},
+		{[]int{4, 5, 6, 7, 7, 1}, 0},
+		{[]int{7, 6, 6, 0, 1, 2}, 1},
+	} {
+		tags := tagsWithHomes(tc.homes)
+		s := subtableOf(8, tags)
+		present := allTrue(len(tags))
+		i, _ := s.lookup(tags[tc.del])
+		s.removeAt(i)
+		present[tc.del] = false
+		if err := checkSubtable(s, tags, present); err != nil {
+			t.Fatalf("homes %v, deleting #%d: %v", tc.homes, tc.del, err)
 		}
 	}
 }
 
-// A bucket written several times in one batch leaves one record, holding
-// its last state (records are absolute states: replay needs only the
-// last), and the others keep theirs.
-func TestBatchRecordsCoalescePerBucket(t *testing.T) {
-	log := &fakeLog{}
-	g := newGroup(t, 1, log, frozen)
-	lim := tokenLim(10)
-	a, b := itemFor(g, lim, "n", "a", 0), itemFor(g, lim, "n", "b", 0)
-	c := NewCall() // independent members, one message: one batch
-	for _, it := range []Item{a, b, a, a, b, a, a} {
-		m := int32(len(c.Members))
-		i := c.AddItem(it, m, false)
-		c.Members = append(c.Members, Member{Op: OpTake, Count: 1, First: i, Second: -1})
-	}
-	decide(t, g, c)
-	for i := range c.Members {
-		if !c.Members[i].OK {
-			t.Fatalf("member %d denied", i)
-		}
-	}
-	c.Release()
-	log.mu.Lock()
-	recs := append([]wal.Record(nil), log.recs...)
-	log.mu.Unlock()
-	if len(recs) != 2 {
-		t.Fatalf("%d records, want 2 (one per bucket): %+v", len(recs), recs)
-	}
-	if recs[0].Key != "a" || recs[0].Value != 5 || recs[1].Key != "b" || recs[1].Value != 8 {
-		t.Fatalf("records %+v, want a=5 then b=8", recs)
-	}
-	if va, vb := value(t, g, a), value(t, g, b); va != 5 || vb != 8 {
-		t.Fatalf("states a=%v b=%v, want 5 and 8", va, vb)
-	}
-}
-
-// Buckets whose hashes share a record slot, written alternately in one
-// batch and again in a second batch (stale slots), still leave, per batch,
-// each bucket's last state as its last record.
-func TestBatchRecordsSlotCollisions(t *testing.T) {
-	log := &fakeLog{}
-	g := newGroup(t, 1, log, frozen)
-	lim := tokenLim(10)
-	a, b := itemFor(g, lim, "n", "a", 0), itemFor(g, lim, "n", "b", 0)
-	b.Hash = a.Hash + 256 // same slot (hash mod 256), different table key
-	run := func(items ...Item) []wal.Record {
+// scan with deletion visits every entry exactly once, deletes exactly the
+// ones dropped, and leaves the rest reachable: exhaustively over five
+// homes in 8 slots with two drop patterns (all, varying with the homes),
+// and at random over fuller and bigger subtables with clustered homes
+// (long wrapped runs).
+func TestScanExactlyOnce(t *testing.T) {
+	var visits []int
+	try := func(size int, homes []int, drop func(k int) bool) {
 		t.Helper()
-		log.mu.Lock()
-		log.recs = nil
-		log.mu.Unlock()
-		c := NewCall()
-		for _, it := range items {
-			m := int32(len(c.Members))
-			i := c.AddItem(it, m, false)
-			c.Members = append(c.Members, Member{Op: OpTake, Count: 1, First: i, Second: -1})
+		tags := tagsWithHomes(homes)
+		s := subtableOf(size, tags)
+		visits = append(visits[:0], make([]int, len(tags))...)
+		examined := s.scan(func(tag uint64, e *entry) bool {
+			k := int(e.s.Value)
+			visits[k]++
+			if tags[k] != tag {
+				t.Fatalf("homes %v: scan gave tag %x with the entry of %x", homes, tag, tags[k])
+			}
+			return drop(k)
+		})
+		present := make([]bool, len(tags))
+		for k := range tags {
+			if visits[k] != 1 {
+				t.Fatalf("size %d homes %v: #%d visited %d times", size, homes, k, visits[k])
+			}
+			present[k] = !drop(k)
 		}
-		decide(t, g, c)
-		c.Release()
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		return append([]wal.Record(nil), log.recs...)
+		if examined != len(tags) {
+			t.Fatalf("size %d homes %v: examined %d, want %d", size, homes, examined, len(tags))
+		}
+		if err := checkSubtable(s, tags, present); err != nil {
+			t.Fatalf("size %d homes %v after scan: %v", size, homes, err)
+		}
 	}
-	last := func(recs []wal.Record, key string) float64 {
-		v := -1.0
-		for _, r := range recs {
-			if r.Key == key {
-				v = r.Value
+	const n = 5
+	homes := make([]int, n)
+	for code := 0; code < 1<<(3*n); code++ {
+		for k := range homes {
+			homes[k] = code >> (3 * k) & 7
+		}
+		pat := code * 2654435761 >> 7 // a drop pattern varying with the homes
+		try(8, homes, func(int) bool { return true })
+		try(8, homes, func(k int) bool { return pat>>k&1 == 1 })
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for iter := 0; iter < 1500; iter++ {
+		size := 8 << r.IntN(4) // 8..64
+		cnt := 1 + r.IntN(size*3/4)
+		base, spread := r.IntN(size), 1+r.IntN(4)
+		hs := make([]int, cnt)
+		for k := range hs {
+			hs[k] = (base + r.IntN(spread)) % size
+		}
+		mode, pat := r.IntN(3), r.Uint64()
+		try(size, hs, func(k int) bool {
+			switch mode {
+			case 0:
+				return true
+			case 1:
+				return pat>>(k%64)&1 == 1
+			}
+			return k%3 != 0
+		})
+	}
+}
+
+// Through the table: a thousand entries whose tags all have the last slot
+// as their home at every subtable size (so one probe run wraps around the
+// end), plus entries homed at the first slots, under deletions, updates,
+// re-insertions and sweeps.
+func TestWrappedRunThroughTable(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	tb := newTable()
+	m := tableModel{}
+	const n = 1000
+	hs := make([]uint64, n)
+	for k := range hs {
+		home := uint64(0xFFF) // the last slot, whatever the size
+		if k%5 == 0 {
+			home = uint64(k/5) % 3 // the first slots, where the run wraps to
+		}
+		hs[k] = forgeHash(&tb, forgeTag(r, 0, 1, home), k%2 == 0)
+		modelPut(&tb, m, modelID("w", k), hs[k], float64(k%10), false)
+	}
+	checkTable(t, &tb, m)
+	if len(tb.dir) != 1 || len(tb.dir[0].tags) != 2048 {
+		t.Fatalf("want one subtable of 2048 slots, got a directory of %d, %d slots", len(tb.dir), len(tb.dir[0].tags))
+	}
+	for round := 0; round < 6; round++ {
+		for i := 0; i < 400; i++ {
+			k := r.IntN(n)
+			id := modelID("w", k)
+			switch r.IntN(3) {
+			case 0:
+				tb.del(hs[k], id) // present or not
+				delete(m, id)
+			default:
+				modelPut(&tb, m, id, hs[k], float64(r.IntN(11)), false)
 			}
 		}
-		return v
+		checkTable(t, &tb, m)
+		if round%2 == 1 {
+			checkSweep(t, &tb, m)
+			checkTable(t, &tb, m)
+		}
 	}
-	recs := run(a, b, a, b, a)
-	if va, vb := last(recs, "a"), last(recs, "b"); va != 7 || vb != 8 {
-		t.Fatalf("batch 1: last records a=%v b=%v, want 7 and 8: %+v", va, vb, recs)
+	for id := range m {
+		modelDel(&tb, m, id)
 	}
-	recs = run(b, a, b)
-	if va, vb := last(recs, "a"), last(recs, "b"); va != 6 || vb != 6 {
-		t.Fatalf("batch 2: last records a=%v b=%v, want 6 and 6: %+v", va, vb, recs)
+	checkTable(t, &tb, m)
+}
+
+// Keys whose tags share their top 9 bits: every split of their subtable
+// sends them all to one side until depth 9, so put splits again and again
+// and doubles the directory inside one call; subtables of very different
+// depths then share the directory. Then everything but a few is deleted,
+// swept (shrunk to the minimum) and regrown.
+func TestOneSidedSplits(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	tb := newTable()
+	m := tableModel{}
+	const n = 7000
+	prefix := uint64(0b101100111)
+	hs := make([]uint64, n)
+	tags := map[uint64]bool{}
+	for k := range hs {
+		tag := forgeTag(r, prefix, 9, r.Uint64())
+		for tags[tag] {
+			tag = forgeTag(r, prefix, 9, r.Uint64())
+		}
+		tags[tag] = true
+		hs[k] = forgeHash(&tb, tag, false)
+		modelPut(&tb, m, modelID("o", k), hs[k], float64(k%10), false)
+		if k == 3072 || k == n-1 {
+			checkTable(t, &tb, m)
+		}
 	}
-	if va, vb := value(t, g, a), value(t, g, b); va != 6 || vb != 6 {
-		t.Fatalf("states a=%v b=%v, want 6 and 6", va, vb)
+	if global := 64 - int(tb.shift); global < 10 {
+		t.Fatalf("global depth %d: the keys did not force one-sided splits", global)
 	}
+	// A few neighbours elsewhere, in the shallow subtables.
+	for k := 0; k < 50; k++ {
+		modelPut(&tb, m, modelID("x", k), forgeHash(&tb, r.Uint64(), k%2 == 0), 3, false)
+	}
+	checkTable(t, &tb, m)
+	// Delete all but 30 of the clustered keys, and sweep: every subtable
+	// shrinks to what it holds.
+	for k := 30; k < n; k++ {
+		modelDel(&tb, m, modelID("o", k))
+	}
+	checkSweep(t, &tb, m)
+	checkTable(t, &tb, m)
+	tb.each(0, func(s *subtable, _ int) {
+		if len(s.tags) > minSlots && s.n*4 <= len(s.tags) {
+			t.Fatalf("after sweep: %d entries in %d slots, not shrunk", s.n, len(s.tags))
+		}
+	})
+	// Regrow the same keys, now full and not.
+	for k := 30; k < n; k++ {
+		modelPut(&tb, m, modelID("o", k), hs[k], float64(k%11), k%97 == 0)
+	}
+	checkTable(t, &tb, m)
+	checkSweep(t, &tb, m)
+	checkTable(t, &tb, m)
+}
+
+// Exactly one overflow entry (the smallest non-empty overflow map), by a
+// true hash collision and by a |1 tag collision: get, update and delete
+// reach it, and deleting the main entry promotes it.
+func TestSingleOverflowEntry(t *testing.T) {
+	for _, alt := range []bool{false, true} {
+		tb := newTable()
+		m := tableModel{}
+		tag := uint64(0x0123_4567_89ab_cdef)
+		a, b := modelID("one", 0), modelID("one", 1)
+		modelPut(&tb, m, a, forgeHash(&tb, tag, false), 1, false)
+		modelPut(&tb, m, b, forgeHash(&tb, tag, alt), 2, false)
+		if len(tb.overflow) != 1 {
+			t.Fatalf("alt %v: overflow holds %d, want 1", alt, len(tb.overflow))
+		}
+		checkTable(t, &tb, m)
+		modelPut(&tb, m, b, forgeHash(&tb, tag, alt), 3, false)
+		checkTable(t, &tb, m)
+		modelDel(&tb, m, a)
+		mustMiss(t, &tb, forgeHash(&tb, tag, false), a)
+		if len(tb.overflow) != 0 {
+			t.Fatalf("alt %v: overflow holds %d after promotion", alt, len(tb.overflow))
+		}
+		checkTable(t, &tb, m)
+		modelPut(&tb, m, a, forgeHash(&tb, tag, false), 4, false) // now a is the overflow entry
+		checkTable(t, &tb, m)
+		modelDel(&tb, m, a)
+		checkTable(t, &tb, m)
+	}
+}
+
+// Many overflow groups, of ids sharing one hash and of ids whose distinct
+// hashes share a tag by its low bit, among thousands of other buckets (so
+// subtables split around them), under puts, updates, deletions of main
+// and overflow entries (promotion), Sweep and SweepSome with full and
+// unknown-limit buckets, checked against the model after every phase.
+func TestOverflowChurnWithSweeps(t *testing.T) {
+	r := rand.New(rand.NewPCG(71, 72))
+	p := newPartition(NopLog{}, frozen)
+	tb := &p.buckets
+	m := tableModel{}
+	type member struct {
+		id BucketID
+		h  uint64
+		g  int
+	}
+	var members []member
+	group := map[int][]BucketID{}
+	for g := 0; g < 300; g++ {
+		tag := r.Uint64() | 1
+		for i := 0; i < 2+r.IntN(4); i++ {
+			h := forgeHash(tb, tag, false)
+			if g%2 == 1 && i%2 == 1 {
+				h = forgeHash(tb, tag, true) // a different hash, the same tag
+			}
+			id := BucketID{Name: "m", Key: fmt.Sprintf("g%d-%d", g, i), Shard: uint32(i)}
+			members = append(members, member{id, h, g})
+			group[g] = append(group[g], id)
+		}
+	}
+	others := make([]uint64, 5000)
+	for k := range others {
+		others[k] = forgeHash(tb, r.Uint64(), false)
+	}
+	promotions := 0
+	for round := 0; round < 9; round++ {
+		for i := 0; i < 2500; i++ {
+			if r.IntN(3) == 0 {
+				k := r.IntN(len(others))
+				if id := modelID("n", k); r.IntN(3) == 0 {
+					tb.del(others[k], id) // present or not
+					delete(m, id)
+				} else {
+					modelPut(tb, m, id, others[k], float64(r.IntN(11)), false)
+				}
+				continue
+			}
+			mb := members[r.IntN(len(members))]
+			switch r.IntN(4) {
+			case 0:
+				if isMain(tb, mb.h, mb.id) {
+					for _, o := range group[mb.g] {
+						if _, ok := m[o]; ok && o != mb.id {
+							promotions++ // one of them must be promoted
+							break
+						}
+					}
+				}
+				tb.del(mb.h, mb.id) // present or not
+				delete(m, mb.id)
+				mustMiss(t, tb, mb.h, mb.id)
+			case 1:
+				e, ok := tb.get(mb.h, mb.id)
+				v, want := m[mb.id]
+				if ok != want || ok && (e.s.Value != v.v || e.id != mb.id) {
+					t.Fatalf("round %d: get(%v) = %+v %v, model %+v %v", round, mb.id, e, ok, v, want)
+				}
+			default:
+				modelPut(tb, m, mb.id, mb.h, float64(r.IntN(11)), r.IntN(20) == 0)
+			}
+		}
+		checkTable(t, tb, m)
+		switch round % 3 {
+		case 0:
+			checkSweep(t, tb, m)
+		case 1:
+			full := 0
+			for _, v := range m {
+				if v.full() {
+					full++
+				}
+			}
+			before, ov := p.Len(), len(tb.overflow)
+			dropped, _ := p.SweepSome(t0, 1)
+			if p.Len() != before-dropped {
+				t.Fatalf("round %d: SweepSome dropped %d, Len %d -> %d", round, dropped, before, p.Len())
+			}
+			if ov > 0 && dropped != full {
+				// With overflow around, SweepSome is a whole Sweep.
+				t.Fatalf("round %d: SweepSome with overflow dropped %d of %d full", round, dropped, full)
+			}
+			pruneSwept(t, tb, m)
+		}
+		checkTable(t, tb, m)
+	}
+	if promotions < 100 {
+		t.Fatalf("only %d promotions: the test needs more", promotions)
+	}
+	// Delete every member in a random order: overflow ends empty.
+	r.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
+	for _, mb := range members {
+		tb.del(mb.h, mb.id)
+		delete(m, mb.id)
+		mustMiss(t, tb, mb.h, mb.id)
+	}
+	checkTable(t, tb, m)
+	if len(tb.overflow) != 0 {
+		t.Fatalf("overflow holds %d after deleting every colliding id", len(tb.overflow))
+	}
+}
+
+// isMain reports whether id is the main entry (not overflow) of h's tag.
+func isMain(tb *table, h uint64, id BucketID) bool {
+	s, _ := tb.sub(tb.tag(h))
+	i, ok := s.lookup(tb.tag(h))
+	return ok && s.ents[i].id == id
+}
+
+// Depth 0 (shift 64): one subtable fills the whole directory; the index of
+// every tag, even one with all top bits set, is 0; it doubles in place up
+// to maxSlots before the first split; span, each, SweepSome's cursor and
+// shrink all work on the one-slot directory.
+func TestDepthZero(t *testing.T) {
+	tb := newTable()
+	m := tableModel{}
+	if tb.shift != 64 || len(tb.dir) != 1 {
+		t.Fatalf("new table: shift %d, directory %d", tb.shift, len(tb.dir))
+	}
+	if s, w := tb.span(0, 0); s != 0 || w != 1 {
+		t.Fatalf("span(0, 0) = %d, %d", s, w)
+	}
+	r := rand.New(rand.NewPCG(91, 92))
+	var hs []uint64
+	for k := 0; k < 3072; k++ {
+		tag := r.Uint64() | 0xFFFF_0000_0000_0001 // top bits set
+		hs = append(hs, forgeHash(&tb, tag, false))
+		modelPut(&tb, m, modelID("d", k), hs[k], float64(k%11), false)
+		if tb.shift != 64 || len(tb.dir) != 1 {
+			t.Fatalf("after %d puts: split before maxSlots (shift %d)", k+1, tb.shift)
+		}
+		if want := minSlots; k < 6 && len(tb.dir[0].tags) != want {
+			t.Fatalf("after %d puts: %d slots, want %d", k+1, len(tb.dir[0].tags), want)
+		}
+	}
+	if len(tb.dir[0].tags) != maxSlots {
+		t.Fatalf("3072 entries in %d slots, want %d", len(tb.dir[0].tags), maxSlots)
+	}
+	checkTable(t, &tb, m)
+	calls := 0
+	tb.each(0, func(s *subtable, j int) {
+		calls++
+		if j != 0 || s != tb.dir[0] {
+			t.Fatalf("each at depth 0: j %d", j)
+		}
+	})
+	if calls != 1 {
+		t.Fatalf("each at depth 0 called %d times", calls)
+	}
+	// One step of SweepSome with budget 1 covers the whole table, twice.
+	p := &Partition{buckets: tb}
+	for pass := 0; pass < 2; pass++ {
+		full := dropFull(m)
+		n0 := p.Len()
+		d, e := p.SweepSome(t0, 1)
+		if d != full || e != n0 || p.buckets.cursor != 1 {
+			t.Fatalf("pass %d: SweepSome dropped %d of %d, examined %d of %d, cursor %d", pass, d, full, e, n0, p.buckets.cursor)
+		}
+		checkTable(t, &p.buckets, m)
+	}
+	tb = p.buckets
+	// Delete all but 3 and sweep: back to minSlots; then the 3073rd key
+	// makes the first split.
+	for k := 3; k < 3072; k++ {
+		tb.del(hs[k], modelID("d", k)) // present or not (swept)
+		delete(m, modelID("d", k))
+	}
+	checkSweep(t, &tb, m)
+	if len(tb.dir[0].tags) != minSlots || tb.shift != 64 {
+		t.Fatalf("after deleting all but 3: %d slots, shift %d", len(tb.dir[0].tags), tb.shift)
+	}
+	checkTable(t, &tb, m)
+	for k := 0; k < 3073; k++ {
+		modelPut(&tb, m, modelID("e", k), forgeHash(&tb, r.Uint64(), k%2 == 0), 1, false)
+	}
+	if tb.shift == 64 {
+		t.Fatal("no split after 3076 entries")
+	}
+	checkTable(t, &tb, m)
+}
+
+// touch is read-only and safe on every table shape: it reads the home
+// slot of any hash, present or not, at depth 0, after splits and after
+// shrinks, and returns tags[home]^TS of that slot; the table is unchanged.
+func TestTouch(t *testing.T) {
+	r := rand.New(rand.NewPCG(101, 102))
+	tb := newTable()
+	m := tableModel{}
+	probe := func(when string) {
+		t.Helper()
+		for i := 0; i < 2000; i++ {
+			h := r.Uint64()
+			if i%2 == 0 && len(m) > 0 {
+				for _, v := range m {
+					h = v.h
+					break
+				}
+			}
+			tag := tb.tag(h)
+			s := tb.dir[int(tag>>tb.shift)]
+			hm := int(tag>>1) & (len(s.tags) - 1)
+			if got, want := tb.touch(h), s.tags[hm]^uint64(s.ents[hm].s.TS); got != want {
+				t.Fatalf("%s: touch(%x) = %x, want %x", when, h, got, want)
+			}
+		}
+		checkTable(t, &tb, m)
+	}
+	probe("empty")
+	for k := 0; k < 10000; k++ {
+		modelPut(&tb, m, modelID("t", k), forgeHash(&tb, r.Uint64(), false), float64(k%11), false)
+	}
+	probe("split")
+	for k := 0; k < 9990; k++ {
+		modelDel(&tb, m, modelID("t", k))
+	}
+	checkSweep(t, &tb, m)
+	probe("shrunk")
 }

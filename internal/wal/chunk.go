@@ -17,13 +17,10 @@ import (
 //
 // Why: bbolt keeps at least two entries in a leaf, so a batch stored as
 // one value larger than a page shares an overflow leaf with up to three
-// earlier batches, and every commit copies and writes those again
-// (measured with 44 KB batches: 52 pages allocated per commit instead of
-// 16, and the copy was 10% of all CPU at 1024 durable callers). Chunks of
-// half a page fill leaves two by two and are written once. Small batches
-// stay whole: cutting a 6 KB batch into four chunks measured 5-15% slower
-// at 256 callers (bbolt's spill took half as long, but the page writes
-// and fsyncs took longer).
+// earlier batches, and every commit copies and writes those again. Chunks
+// of half a page fill leaves two by two and are written once. Small
+// batches stay whole: cutting them saves less of bbolt's work than the
+// extra page writes cost.
 
 const (
 	seqKeyLen   = 8  // a batch's first (or only) value

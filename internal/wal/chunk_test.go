@@ -1,41 +1,17 @@
 package wal
 
+// Chunked batches (chunk.go): large batches are stored as several values
+// and assembled whole.
+
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 )
-
-// bigBatch returns n records whose encoding is well above chunkOver pages
-// for n >= 1000 (each record is ~30 bytes).
-func bigBatch(tag string, n int) []Record {
-	recs := make([]Record, n)
-	for i := range recs {
-		recs[i] = Record{Name: tag, Key: fmt.Sprintf("k%06d", i), Value: float64(i), TS: int64(i)}
-	}
-	return recs
-}
-
-// logKeys lists the log bucket's keys.
-func logKeys(t *testing.T, l *Log) [][]byte {
-	t.Helper()
-	var keys [][]byte
-	err := l.DB().View(func(tx *bolt.Tx) error {
-		return tx.Bucket(logBucket).ForEach(func(k, _ []byte) error {
-			keys = append(keys, bytes.Clone(k))
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keys
-}
 
 func TestLargeBatchesAreChunkedAndReplayWhole(t *testing.T) {
 	path := tempPath(t)
@@ -122,98 +98,63 @@ func TestChunkingBoundsPagesWrittenPerCommit(t *testing.T) {
 	}
 }
 
-func TestReplayRejectsBrokenChunks(t *testing.T) {
-	cases := []struct {
-		name    string
-		breakIt func(lb *bolt.Bucket) error
-		want    string
-	}{
-		{"missing middle chunk", func(lb *bolt.Bucket) error {
-			return lb.Delete(chunkKey(2, 3))
-		}, "batch 2: chunk 4 follows chunk 2"},
-		{"missing first value", func(lb *bolt.Bucket) error {
-			return lb.Delete(chunkKey(2, 0))
-		}, "batch 2: chunk 1 without its first value"},
-		{"missing last chunk", func(lb *bolt.Bucket) error {
-			c := lb.Cursor()
-			c.Seek(chunkKey(3, 0))
-			k, _ := c.Prev()
-			return lb.Delete(k)
-		}, "batch 2"},
-		{"chunk index 0 in a long key", func(lb *bolt.Bucket) error {
-			return lb.Put(binary.BigEndian.AppendUint32(chunkKey(2, 0), 0), []byte("x"))
-		}, "is not a batch key"},
-		{"extra chunk after a whole batch", func(lb *bolt.Bucket) error {
-			return lb.Put(chunkKey(3, 1), []byte("x"))
-		}, "batch 3: wal: corrupt"},
-		{"flipped byte in a chunk", func(lb *bolt.Bucket) error {
-			v := bytes.Clone(lb.Get(chunkKey(2, 2)))
-			v[10] ^= 0x01
-			return lb.Put(chunkKey(2, 2), v)
-		}, "batch 2: wal: corrupt"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			l := mustOpen(t, tempPath(t), Options{})
-			appendWait(t, l, Record{Name: "one"})
-			appendWait(t, l, bigBatch("two", 2000)...)
-			appendWait(t, l, Record{Name: "three"})
-			if err := l.DB().Update(func(tx *bolt.Tx) error { return tc.breakIt(tx.Bucket(logBucket)) }); err != nil {
-				t.Fatal(err)
-			}
-			var got []Record
-			err := l.Replay(0, func(r Record) error { got = append(got, r); return nil })
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrCorrupt mentioning %q", err, tc.want)
-			}
-			// Every record of the batches before the broken one, none of it.
-			delivered := 1 // batch 1
-			if strings.Contains(tc.want, "batch 3") {
-				delivered += 2000 // and batch 2
-			}
-			if len(got) != delivered {
-				t.Fatalf("delivered %d records before the error, want %d", len(got), delivered)
-			}
-		})
-	}
-}
-
-// chunkKey is the log key of chunk i of batch seq.
-func chunkKey(seq uint64, i uint32) []byte {
-	k := binary.BigEndian.AppendUint64(nil, seq)
-	if i == 0 {
-		return k
-	}
-	return binary.BigEndian.AppendUint32(k, i)
-}
-
-// A file is version 1 until the commit of its first chunked batch marks it
-// version 2, so that a build reading only version 1 can still open it.
-func TestFirstChunkedBatchMarksTheFileVersion2(t *testing.T) {
+// The values of a chunked batch alias the writer's buffer until commit;
+// the two buffers alternate, so later batches overwrite the memory of
+// earlier ones. Distinct batches must replay intact (bbolt copies values
+// into pages at commit and keeps no reference), and a batch whose commit
+// fails leaves none of its chunks behind.
+func TestChunkedBatchesSurviveBufferReuseAndFailedCommits(t *testing.T) {
 	path := tempPath(t)
-	l := mustOpen(t, path, Options{})
-	appendWait(t, l, Record{Name: "small"})
-	if v := metaVersion(t, l); v != 1 {
-		t.Fatalf("new file without chunks is version %d, want 1", v)
+	failAt := uint64(4)
+	l := mustOpen(t, path, Options{BeforeCommit: func(seq uint64) error {
+		if seq == failAt {
+			return errors.New("injected")
+		}
+		return nil
+	}})
+	batches := chunkedBatches(t, l, 3)
+	w := make(chanWaiter, 1)
+	l.Append(bigBatch("lost", 3000), w)
+	if err := <-w; !errors.Is(err, ErrFailed) {
+		t.Fatalf("commit of batch 4: %v, want ErrFailed", err)
 	}
 	l.Close()
-
 	l = mustOpen(t, path, Options{})
-	if v := metaVersion(t, l); v != 1 {
-		t.Fatalf("reopened file without chunks is version %d, want 1", v)
+	if l.Position() != 3 {
+		t.Fatalf("position %d, want 3", l.Position())
 	}
-	appendWait(t, l, bigBatch("big", 2000)...)
-	if v := metaVersion(t, l); v != chunkedVersion || FormatVersion != chunkedVersion {
-		t.Fatalf("version %d after a chunked batch, want %d (FormatVersion %d)", v, chunkedVersion, FormatVersion)
+	for _, k := range logKeys(t, l) {
+		if seq, _, _ := parseLogKey(k); seq > 3 {
+			t.Fatalf("key %x of the failed batch is on disk", k)
+		}
 	}
-	appendWait(t, l, bigBatch("big2", 2000)...)
-	l.Close()
+	checkRecords(t, "Replay(0)", replayAll(t, l, 0), flatten(batches))
+	more := chunkedBatches(t, l, 3) // batch 4 again, then 5 and 6
+	checkRecords(t, "Replay(0) after more", replayAll(t, l, 0), flatten(append(batches, more...)))
+}
 
-	l = mustOpen(t, path, Options{})
-	if v := metaVersion(t, l); v != chunkedVersion {
-		t.Fatalf("reopened version %d, want %d", v, chunkedVersion)
+// The assembler's memory is bounded by MaxBatchPayload whatever the number
+// of chunks claimed: values are only referenced until the bound, and a
+// chunk index out of sequence (such as 2^32-1) is refused at once.
+func TestAssemblerBounds(t *testing.T) {
+	var a assembler
+	if err := a.add(1, 0, make([]byte, 10)); err != nil {
+		t.Fatal(err)
 	}
-	if got := replayAll(t, l, 0); len(got) != 1+2000+2000 || got[0].Name != "small" {
-		t.Fatalf("replayed %d records", len(got))
+	if err := a.add(1, math.MaxUint32, nil); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("chunk 2^32-1 after chunk 0: %v, want ErrCorrupt", err)
+	}
+	a = assembler{}
+	big := make([]byte, 1<<20) // shared by every chunk: nothing is copied before take
+	var err error
+	i := uint32(0)
+	for ; err == nil && i < 1000; i++ {
+		err = a.add(5, i, big)
+	}
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "batch 5") {
+		t.Fatalf("after %d MiB chunks: %v, want ErrCorrupt naming batch 5", i, err)
+	}
+	if a.size > BatchHeaderSize+MaxBatchPayload || int(i) > MaxBatchPayload>>20+2 {
+		t.Fatalf("assembled %d bytes in %d chunks before refusing", a.size, i)
 	}
 }

@@ -1,8 +1,11 @@
 package wal
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -87,4 +90,132 @@ func checkRecords(t *testing.T, what string, got, want []Record) {
 			t.Fatalf("%s: record %d is %+v, want %+v", what, i, got[i], want[i])
 		}
 	}
+}
+
+// bigBatch returns n records whose encoding is well above chunkOver pages
+// for n >= 1000 (each record is ~30 bytes).
+func bigBatch(tag string, n int) []Record {
+	recs := make([]Record, n)
+	for i := range recs {
+		recs[i] = Record{Name: tag, Key: fmt.Sprintf("k%06d", i), Value: float64(i), TS: int64(i)}
+	}
+	return recs
+}
+
+// chunkedBatches appends n distinct batches, every one of them chunked, and
+// returns them in sequence order (batch i+1 is batches[i]).
+func chunkedBatches(t *testing.T, l *Log, n int) [][]Record {
+	t.Helper()
+	var out [][]Record
+	for i := range n {
+		recs := bigBatch(fmt.Sprintf("b%d", i+1), 1000+100*i)
+		if size := len(EncodeBatch(nil, recs)); size <= chunkOver*l.pageSize {
+			t.Fatalf("batch of %d bytes is not chunked", size)
+		}
+		appendWait(t, l, recs...)
+		out = append(out, recs)
+	}
+	return out
+}
+
+// logKeys lists the log bucket's keys.
+func logKeys(t *testing.T, l *Log) [][]byte {
+	t.Helper()
+	var keys [][]byte
+	err := l.DB().View(func(tx *bolt.Tx) error {
+		return tx.Bucket(logBucket).ForEach(func(k, _ []byte) error {
+			keys = append(keys, bytes.Clone(k))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// chunkKey is the log key of chunk i of batch seq.
+func chunkKey(seq uint64, i uint32) []byte {
+	k := binary.BigEndian.AppendUint64(nil, seq)
+	if i == 0 {
+		return k
+	}
+	return binary.BigEndian.AppendUint32(k, i)
+}
+
+// rawUpdate runs fn on the log bucket of the file at path, outside any Log.
+func rawUpdate(t *testing.T, path string, fn func(meta, lb *bolt.Bucket) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return fn(tx.Bucket(metaBucket), tx.Bucket(logBucket))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fileVersion reads the meta version of the (closed) file at path.
+func fileVersion(t *testing.T, path string) uint32 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v uint32
+	if err := db.View(func(tx *bolt.Tx) error {
+		v = binary.BigEndian.Uint32(tx.Bucket(metaBucket).Get(versionKey))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// boltFile creates a plain bbolt file and lets fn fill it.
+func boltFile(t *testing.T, fn func(tx *bolt.Tx) error) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "foreign.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// gate makes BeforeCommit stop at chosen sequence numbers until released.
+type gate struct {
+	mu      sync.Mutex
+	entered map[uint64]chan struct{}
+	release map[uint64]chan error
+}
+
+func newGate(seqs ...uint64) *gate {
+	g := &gate{entered: map[uint64]chan struct{}{}, release: map[uint64]chan error{}}
+	for _, s := range seqs {
+		g.entered[s] = make(chan struct{})
+		g.release[s] = make(chan error)
+	}
+	return g
+}
+
+func (g *gate) hook(seq uint64) error {
+	g.mu.Lock()
+	entered, release := g.entered[seq], g.release[seq]
+	g.mu.Unlock()
+	if entered == nil {
+		return nil
+	}
+	close(entered)
+	return <-release
 }

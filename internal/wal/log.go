@@ -59,14 +59,18 @@ type Log struct {
 	pending *pendingBatch // records and waiters not yet handed to the writer
 	spare   *pendingBatch // the other buffer, owned by the writer while it commits
 	closing bool          // Close has begun: Append refuses
-	wake    chan struct{} // 1-buffered: pending became non-empty, or closing
-	done    chan struct{} // closed when the writer exits
+	// committing: a goroutine holds the commit role (commits, or writes
+	// preallocation); what follows under "role holder only" is its.
+	committing bool
+	idleWriter bool          // the writer goroutine waits for a signal
+	wake       chan struct{} // 1-buffered: pending became non-empty, or closing
+	done       chan struct{} // closed when the writer exits
 
-	seq      uint64                // last sequence number used; writer goroutine only
-	version  uint32                // the file's format version; writer goroutine only
-	key      [chunkKeyLen]byte     // writer goroutine only
+	seq      uint64                // last sequence number used; role holder only
+	version  uint32                // the file's format version; role holder only
+	key      [chunkKeyLen]byte     // role holder only
 	pageSize int                   // the file's page size
-	prealloc *preallocator         // writer goroutine only (and Open, before it starts)
+	prealloc *preallocator         // role holder only (and Open, before the writer starts)
 	failure  atomic.Pointer[error] // sticky commit error
 	pos      atomic.Uint64
 	written  atomic.Int64

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -40,27 +41,30 @@ var freeSpace = statfsFree
 // It keeps between step/2 and step bytes of zeros past bbolt's high-water
 // mark: Open extends the file to step past it, and the writer goroutine,
 // whenever it is idle and less than half a step is left, writes more, one
-// synced chunk at a time, so it stays free for the next commit. It never
+// synced chunk at a time, so that it is never away from a commit for
+// longer than a chunk takes. It never
 // leaves its file system less than a margin free (the larger of two steps
 // and a twentieth of the file system): preallocation is an optimisation,
 // and must not fill a disk other programs share. A write that fails is
 // given back (the file is truncated to where the attempt began) and
 // preallocation stops for this Log, with a warning.
 //
-// It cannot meet bbolt's own writes: it runs before the writer starts or
-// on the writer goroutine between commits, and bbolt writes only inside a
-// commit. bbolt's own growth (by truncation, when the log outgrows the
-// zeros) only ever extends the file.
+// It cannot meet bbolt's own writes: it writes inside a bbolt write
+// transaction that it rolls back, so no other transaction (a log commit, a
+// snapshot's) grows the file or writes past its pages meanwhile. bbolt's
+// own growth (by truncation, when the log outgrows the zeros) only ever
+// extends the file.
 type preallocator struct {
-	path     string
-	db       *bolt.DB
-	step     int64
-	pageSize int64
-	logger   *slog.Logger
-	f        *os.File // opened at the first write
-	stopped  bool
-	warned   bool
-	full     int64 // the used size at which the margin stopped the last fill; -1: none
+	path      string
+	db        *bolt.DB
+	step      int64
+	pageSize  int64
+	logger    *slog.Logger
+	f         *os.File // opened at the first write
+	stopped   bool
+	warned    bool
+	full      int64 // the used size at which the margin stopped the last fill; -1: none
+	wroteLast bool  // the last fill wrote a chunk
 }
 
 func newPreallocator(path string, db *bolt.DB, step int64, logger *slog.Logger) *preallocator {
@@ -89,38 +93,73 @@ func (p *preallocator) due() bool {
 	return err == nil && size-used < p.step/2 && used != p.full
 }
 
+// fillChunk extends the file by one chunk towards a step past the used
+// pages, and reports whether it wrote one.
+func (p *preallocator) fillChunk() bool {
+	first := true
+	p.fill(func() bool { more := first; first = false; return more })
+	return p.wroteLast
+}
+
 // fill extends the file to a step past the used pages, a chunk at a time,
 // while more() is true (it is asked before each chunk).
 func (p *preallocator) fill(more func() bool) {
+	p.wroteLast = false
 	for !p.stopped && more() {
-		used, size, err := p.extents()
-		if err != nil {
+		done := false
+		// Inside a write transaction, rolled back: bbolt's writer lock
+		// keeps every other transaction (a log commit, a snapshot's) from
+		// growing the file or writing past its pages meanwhile.
+		err := p.db.Update(func(tx *bolt.Tx) error {
+			done = p.chunk(tx.Size())
+			return errRollback
+		})
+		if err != nil && !errors.Is(err, errRollback) {
 			p.stop(err)
-			return
 		}
-		end := (used + p.step + p.pageSize - 1) / p.pageSize * p.pageSize
-		if size >= end {
-			return
-		}
-		n := min(end-size, zeroChunk)
-		free, total, err := freeSpace(p.path)
-		if err != nil {
-			p.stop(fmt.Errorf("free space unknown: %w", err))
-			return
-		}
-		if margin := max(2*p.step, int64(total/20)); int64(free)-n < margin {
-			p.full = used
-			if !p.warned {
-				p.warned = true
-				p.logger.Warn("wal: not preallocating: the file system is nearly full", "path", p.path, "free", free, "margin", margin)
-			}
-			return
-		}
-		if err := p.write(size, n); err != nil {
-			p.stop(err)
+		if done {
 			return
 		}
 	}
+}
+
+// errRollback rolls back fill's transaction, which writes no page.
+var errRollback = errors.New("rollback")
+
+// chunk writes the next chunk of zeros past used, the end of the pages
+// bbolt uses, and reports whether the fill is done (nothing left to
+// write, the margin reached, or preallocation stopped).
+func (p *preallocator) chunk(used int64) (done bool) {
+	st, err := os.Stat(p.path)
+	if err != nil {
+		p.stop(err)
+		return true
+	}
+	size := st.Size()
+	end := (used + p.step + p.pageSize - 1) / p.pageSize * p.pageSize
+	if size >= end {
+		return true
+	}
+	n := min(end-size, zeroChunk)
+	free, total, err := freeSpace(p.path)
+	if err != nil {
+		p.stop(fmt.Errorf("free space unknown: %w", err))
+		return true
+	}
+	if margin := max(2*p.step, int64(total/20)); int64(free)-n < margin {
+		p.full = used
+		if !p.warned {
+			p.warned = true
+			p.logger.Warn("wal: not preallocating: the file system is nearly full", "path", p.path, "free", free, "margin", margin)
+		}
+		return true
+	}
+	if err := p.write(size, n); err != nil {
+		p.stop(err)
+		return true
+	}
+	p.wroteLast = true
+	return false
 }
 
 // write writes n zeros at off (the end of the file) and syncs them; on a

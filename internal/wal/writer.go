@@ -88,43 +88,79 @@ func (l *Log) signal() {
 }
 
 // run is the writer goroutine: it takes everything pending, commits it in
-// one transaction, releases its waiters, and repeats; it exits once closing
-// and nothing is pending.
+// one transaction, releases its waiters, and repeats; while idle it tops
+// up the preallocated space, a chunk at a time. It exits once closing and
+// nothing is pending. Committing (and preallocating) is a role one
+// goroutine holds at a time (Log.committing): usually this one, sometimes
+// a caller (CommitNow).
 func (l *Log) run() {
 	defer close(l.done)
+	fill := true // preallocation may be due: set again after every commit
+	l.mu.Lock()
 	for {
-		l.mu.Lock()
-		for l.pending.empty() && !l.closing {
-			l.mu.Unlock()
-			if l.Err() == nil && l.prealloc.due() {
-				l.prealloc.fill(l.idle) // a chunk at a time, while nothing is pending
-			} else {
-				<-l.wake
-			}
-			l.mu.Lock()
-		}
-		if l.pending.empty() {
+		switch {
+		case l.committing: // a caller commits: it signals when done
+			l.wait()
+			fill = true
+		case !l.pending.empty():
+			l.committing = true
+			l.settle()
+			l.commitPending()
+			fill = true
+		case l.closing:
 			l.mu.Unlock()
 			return
+		case fill && l.Err() == nil:
+			l.committing = true
+			l.mu.Unlock()
+			fill = l.prealloc.due() && l.prealloc.fillChunk()
+			l.mu.Lock()
+			l.committing = false
+		default:
+			l.wait()
 		}
-		l.settle()
-		b := l.pending
-		l.pending, l.spare = l.spare, nil
-		l.mu.Unlock()
-
-		b.release(l.commit(b))
-
-		l.mu.Lock()
-		l.spare = b
-		l.mu.Unlock()
 	}
 }
 
-// idle reports whether nothing is pending and the log is not closing.
-func (l *Log) idle() bool {
+// wait, with l.mu held, waits for a signal (an Append to an empty log, a
+// caller done committing, Close) with it released.
+func (l *Log) wait() {
+	l.idleWriter = true
+	l.mu.Unlock()
+	<-l.wake
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pending.empty() && !l.closing
+	l.idleWriter = false
+}
+
+// commitPending, with l.mu held and the commit role taken, commits
+// everything pending, releases its waiters (with l.mu released) and gives
+// the role back.
+func (l *Log) commitPending() {
+	b := l.pending
+	l.pending, l.spare = l.spare, nil
+	l.mu.Unlock()
+	b.release(l.commit(b))
+	l.mu.Lock()
+	l.spare = b
+	l.committing = false
+}
+
+// CommitNow commits what is pending on the caller's goroutine, if the
+// writer goroutine is idle and no one else commits: a caller that has just
+// appended, alone, then waits for no other goroutine to wake, twice (the
+// writer, then itself). When the writer is busy it does nothing, so that
+// the writer's batches keep growing with the load. It must not be called
+// while the caller holds anything the commit's waiters need.
+func (l *Log) CommitNow() {
+	l.mu.Lock()
+	if !l.idleWriter || l.committing || l.pending.empty() || l.closing {
+		l.mu.Unlock()
+		return
+	}
+	l.committing = true
+	l.commitPending()
+	l.mu.Unlock()
+	l.signal() // the writer may have more to commit, or space to preallocate
 }
 
 // settleRounds bounds how many times the writer yields before a commit to
@@ -142,27 +178,13 @@ const (
 // the callers it just released wait a whole commit more: commits
 // alternate between a full cohort and a nearly empty one. A yield queues
 // the writer behind the released callers, which are runnable, so they
-// decide again and append first (a runtime trace at 1024 callers: ~1.6 ms
-// per cycle in these yields, with ~1.65 other goroutines running).
-//
-// Measured (go run ./bench -scenario keys,reserve -mode durable
-// -baselines "" -callers 16,256,1024, three alternating rounds): durable
-// grants/s at 16 callers 1.6x-2.3x, at 1024 callers 1.0x-1.15x, at 256
-// 0.93x-1.45x; records per commit at 1024 callers ~990 instead of ~470.
-// A caller alone pays one yield that returns at once. A batch of
-// settleBytes or more commits at once: its fsyncs are well amortized
-// already, and holding it only idles the disk while the processors work
-// (LimitMany at 1024 callers commits ~1 MiB at a time, and settling cost
-// it 14% there: 1.16M against 1.35M decisions/s, medians of five
-// alternating runs; with the bound, 1.24M-1.47M).
-//
-// A yield only waits while every processor has callers to run: an idle
-// one takes the writer off the global run queue at once. At 256 callers
-// the two yields took 33-73 us (medians; ~1.9 ms at 1024 callers) and
-// caught ~40 of the ~150 callers just released, the rest sharing the
-// commit after; waiting for them instead cost more at 1024 callers than
-// it gained at 256 (bench/README.md, "Waiting for the woken callers to
-// run again").
+// decide again and append first. A caller alone pays one yield that
+// returns at once. A batch of settleBytes or more commits at once: its
+// fsyncs are well amortized already, and holding it only idles the disk
+// while the processors work. A yield only waits while every processor has
+// callers to run: an idle one takes the writer off the global run queue at
+// once, so waiting longer for the released callers would cost more at
+// high concurrency than it gains at medium.
 func (l *Log) settle() {
 	for range settleRounds {
 		if len(l.pending.buf) >= settleBytes {

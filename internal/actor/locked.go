@@ -1,0 +1,79 @@
+package actor
+
+// Deciding under the partitions' mutexes. In memory mode, a partition
+// that is idle (no executor, nothing queued, no bucket held for a
+// two-phase call) can be decided on directly by a caller holding its
+// mutex, as a striped lock would be: no one can take its executor token
+// meanwhile, and nothing is queued to run after. A call over several such
+// partitions takes their mutexes in partition order (the order every
+// multi-partition protocol here uses), so it cannot deadlock, and decides
+// all its buckets at once: no holds, no messages. Mutexes are otherwise
+// held only briefly and never while waiting for another, so the ordered
+// acquisition cannot wait on a cycle.
+
+// idleLocked reports, with p.mu held, whether p can be decided on directly.
+func (p *Partition) idleLocked() bool {
+	return p.nolog && !p.busy && !p.stopped && !p.queue && len(p.inbox) == 0 && len(p.held) == 0 && len(p.parked) == 0
+}
+
+// decideLocked decides m's call under p.mu (see sendDecide). A panic here
+// crashes the process, as one on the partition's goroutine would: the
+// mutex must not stay locked under a caller's recover.
+func (p *Partition) decideLocked(m msg) {
+	ran := false
+	defer crashUnlessRan(&ran)
+	p.setNow(m.call.spanNow)
+	p.decideItems(m)
+	m.call.finished = true
+	ran = true
+}
+
+// decideLocked decides an atomic call over several partitions under their
+// mutexes, if every one of them is idle (see the top of this file); false
+// means nothing was done, and the call takes the two-phase path.
+func (g *Group) decideLocked(c *Call) bool {
+	locked := 0
+	defer func() {
+		for _, r := range c.ranges[:locked] {
+			g.parts[r.part].mu.Unlock()
+		}
+	}()
+	for _, r := range c.ranges {
+		p := g.parts[r.part]
+		p.mu.Lock()
+		locked++
+		if !p.idleLocked() {
+			return false
+		}
+	}
+	ran := false
+	defer crashUnlessRan(&ran)
+	now := g.clock() // one reading for every partition, as a batch of each
+	for _, r := range c.ranges {
+		p := g.parts[r.part]
+		p.now, p.last = now, max(p.last, now)
+		if err := p.load(msg{call: c, kind: kindDecide, lo: r.lo, hi: r.hi}, false); err != nil {
+			p.counts.Refused++
+			for i := range c.Items {
+				c.Items[i].Err = err
+			}
+			ran = true
+			return true
+		}
+	}
+	granted := decideAll(c, now)
+	first := g.parts[c.ranges[0].part]
+	first.counts.count(c, granted)
+	if granted {
+		for _, r := range c.ranges {
+			p := g.parts[r.part]
+			for i := r.lo; i < r.hi; i++ {
+				if it := &c.Items[i]; it.Write && it.canon == i {
+					p.store(it)
+				}
+			}
+		}
+	}
+	ran = true
+	return true
+}

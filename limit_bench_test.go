@@ -1,0 +1,135 @@
+package ratelimit
+
+// Benchmarks of Limit and LimitMany: memory mode at several numbers of
+// callers, one hot limit sharded or not, and durable mode (group commit).
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const benchKeys = 1 << 16
+
+var benchKeyNames = func() []string {
+	ks := make([]string, benchKeys)
+	for i := range ks {
+		ks[i] = "user-" + strconv.Itoa(i)
+	}
+	return ks
+}()
+
+func benchLimiter(b *testing.B, path string) *Limiter {
+	b.Helper()
+	parts, _ := strconv.Atoi(os.Getenv("RL_PARTS"))
+	l, err := Open(Options{Path: path, Partitions: parts, Limits: map[string]Config{
+		"user": {Kind: TokenBucket, Rate: 1e9, Period: time.Second},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
+}
+
+// BenchmarkLimit is one Limit call per operation, memory mode, at (about)
+// the given number of concurrent callers.
+func BenchmarkLimit(b *testing.B) {
+	for _, par := range []int{1, 16, 256} {
+		b.Run("callers="+strconv.Itoa(par), func(b *testing.B) {
+			l := benchLimiter(b, "")
+			ctx := context.Background()
+			var seq atomic.Uint64
+			b.ReportAllocs()
+			b.SetParallelism((par + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				i := seq.Add(1) * 7919
+				for pb.Next() {
+					i++
+					if _, err := l.Limit(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkLimitHot is one Limit call per operation on one global limit,
+// memory mode, 256 callers, unsharded and sharded: what Shards buys a hot
+// limit (see actor.Group.Route for the pairing it measures), and what an
+// odd count's lone shard costs (4 against 5).
+func BenchmarkLimitHot(b *testing.B) {
+	for _, shards := range []int{1, 2, 4, 5, 16} {
+		b.Run("shards="+strconv.Itoa(shards), func(b *testing.B) {
+			l, err := Open(Options{Limits: map[string]Config{
+				"global": {Kind: TokenBucket, Rate: 500000, Period: time.Second, Capacity: 50000, Shards: shards},
+			}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { l.Close() })
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.SetParallelism((256 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := l.Limit(ctx, Request{Name: "global"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkLimitMany decides 64 requests per call.
+func BenchmarkLimitMany(b *testing.B) {
+	l := benchLimiter(b, "")
+	ctx := context.Background()
+	var seq atomic.Uint64
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		rs := make([]Request, 64)
+		out := make([]Decision, 0, 64)
+		i := seq.Add(1) * 7919
+		for pb.Next() {
+			for j := range rs {
+				i++
+				rs[j] = Request{Name: "user", Key: benchKeyNames[i%benchKeys]}
+			}
+			out = l.LimitMany(ctx, rs, out)
+		}
+	})
+	b.ReportMetric(float64(b.N*64)/b.Elapsed().Seconds(), "decisions/s")
+}
+
+// BenchmarkLimitDurable is one Limit call per operation with every grant
+// fsynced before it returns (group commit), at 1, 16, 256 and 1024
+// concurrent callers.
+func BenchmarkLimitDurable(b *testing.B) {
+	for _, callers := range []int{1, 16, 256, 1024} {
+		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
+			l := benchLimiter(b, b.TempDir()+"/rl.db")
+			ctx := context.Background()
+			var seq atomic.Uint64
+			b.ReportAllocs()
+			b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				i := seq.Add(1) * 7919
+				for pb.Next() {
+					i++
+					if s, err := l.Limit(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}); err != nil || !s.OK {
+						b.Fatal(s, err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "grants/s")
+		})
+	}
+}

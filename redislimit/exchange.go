@@ -1,0 +1,125 @@
+package redislimit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// fcallCmd is an FCALL that go-redis never retries on its own: a call
+// whose reply was lost may have run, and running it again could grant or
+// credit twice. A missing library (the call did not run) is loaded and the
+// call retried here, once (see exchange).
+type fcallCmd struct{ *redis.Cmd }
+
+// NoRetry tells go-redis not to retry the command.
+func (fcallCmd) NoRetry() bool { return true }
+
+// exchange sends r's programs (pipelined when more than one) and finishes
+// their parts with the replies. A server that does not know the function
+// (its functions were flushed, or it is a new primary that never had them)
+// gets the library loaded, and the call is sent once more.
+func (s *redisStore) exchange(r *round) {
+	ctx := context.Background()
+	nowArg := ""
+	if s.clock != nil {
+		now := s.clock()
+		if !clockInRange(now) {
+			for _, p := range r.progs {
+				s.failProgram(p, errClockRange)
+			}
+			return
+		}
+		us, rem := split(now)
+		nowArg = string(f64s(make([]byte, 0, 16), us, rem))
+	}
+	cmds := make([]fcallCmd, len(r.progs))
+	for i, p := range r.progs {
+		blob := p.build(s.ks, s.clock != nil, s.sweep, float64(s.holdTTL.Milliseconds()))
+		cmds[i] = s.fcallCmd(ctx, p.keys, blob, nowArg)
+	}
+	s.send(ctx, cmds)
+	var retry []int
+	for i := range cmds {
+		if err := cmds[i].Err(); err != nil && strings.Contains(err.Error(), "Function not found") {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) > 0 && loadLibrary(ctx, s.client) == nil {
+		again := make([]fcallCmd, len(retry))
+		for k, i := range retry {
+			again[k] = s.fcallCmd(ctx, r.progs[i].keys, r.progs[i].out, nowArg)
+		}
+		s.send(ctx, again)
+		for k, i := range retry {
+			cmds[i] = again[k]
+		}
+	}
+	for i, p := range r.progs {
+		b, err := cmds[i].Text()
+		if err != nil {
+			s.failProgram(p, fmt.Errorf("redislimit: function call on tag %s: %w", tags[p.tags[0]], err))
+			continue
+		}
+		s.finishProgram(p, []byte(b))
+	}
+}
+
+func (s *redisStore) fcallCmd(ctx context.Context, keys []string, blob []byte, nowArg string) fcallCmd {
+	args := make([]any, 0, 3+len(keys)+2)
+	args = append(args, "fcall", libraryName, len(keys))
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	args = append(args, blob, nowArg)
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	return fcallCmd{cmd}
+}
+
+// send runs cmds, one alone or several in a pipeline; errors stay in the
+// commands.
+func (s *redisStore) send(ctx context.Context, cmds []fcallCmd) {
+	if len(cmds) == 1 {
+		_ = s.client.Process(ctx, cmds[0])
+		return
+	}
+	pipe := s.client.Pipeline()
+	for _, c := range cmds {
+		_ = pipe.Process(ctx, c)
+	}
+	_, _ = pipe.Exec(ctx)
+}
+
+// failProgram finishes every part of p with err.
+func (s *redisStore) failProgram(p *program, err error) {
+	for _, pt := range p.parts {
+		pt.err = err
+		s.finishPart(pt)
+	}
+}
+
+// finishProgram reads a program's reply into its parts and finishes them.
+func (s *redisStore) finishProgram(p *program, b []byte) {
+	rd := reply{b: b}
+	now := rd.time()
+	for _, pt := range p.parts {
+		pt.now = now
+		s.readPart(pt, &rd)
+		if rd.err != nil {
+			break
+		}
+	}
+	if rd.err == nil && rd.off != len(b) {
+		rd.fail()
+	}
+	if rd.err != nil {
+		s.failProgram(p, rd.err)
+		return
+	}
+	for _, pt := range p.parts {
+		s.finishPart(pt)
+	}
+}

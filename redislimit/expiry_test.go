@@ -1,0 +1,141 @@
+package redislimit
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+)
+
+// keyOf returns the Redis key of the unsharded bucket (name, key).
+func keyOf(prefix, name, key string) string {
+	ks := newKeyspace(prefix)
+	sl := &storeLimit{name: name, lim: bucket.Limit{Period: 1}}
+	it := sl.item(key, 0)
+	return ks.bucket(&it)
+}
+
+// clientOf returns the client of the server that holds key.
+func clientOf(t *testing.T, client redis.UniversalClient, key string) redis.Cmdable {
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		c, err := cc.MasterForKey(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	return client
+}
+
+// TestExpiryOnServerClock: on the servers' clock a bucket's key expires
+// once it would be full again, not before, for both kinds; then no
+// bucket key is left.
+func TestExpiryOnServerClock(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		prefix := testPrefix(t)
+		l := openPrefix(t, client, prefix, ratelimit.Options{Limits: map[string]ratelimit.Config{
+			"tb": {Kind: ratelimit.TokenBucket, Rate: 200, Period: S, Capacity: 10}, // full 50ms after emptying
+			"fw": {Kind: ratelimit.FixedWindow, Rate: 5, Period: 80 * time.Millisecond},
+		}})
+		ctx := context.Background()
+		for _, name := range []string{"tb", "fw"} {
+			st, err := l.Limit(ctx, ratelimit.Request{Name: name, Key: "k", Count: map[string]float64{"tb": 10, "fw": 5}[name]})
+			if err != nil || !st.OK {
+				t.Fatal(st, err)
+			}
+			v, err := l.Value(ctx, name, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, _ := l.Config(name)
+			lim := bucket.Limit{Kind: bucket.Kind(cfg.Kind), Rate: cfg.Rate, Period: int64(cfg.Period), Capacity: cfg.Capacity}
+			full := v.TS.UnixNano() + lim.UntilFull(bucket.State{Value: v.Value, TS: v.TS.UnixNano()}, v.TS.UnixNano())
+			key := keyOf(prefix, name, "k")
+			c := clientOf(t, client, key)
+			at, err := c.PExpireTime(ctx, key).Result()
+			if err != nil || at <= 0 {
+				t.Fatalf("%s: PEXPIRETIME %v, %v", name, at, err)
+			}
+			if at.Nanoseconds() < full {
+				t.Fatalf("%s: the key expires at %v, before the bucket is full at %v", name, time.Unix(0, at.Nanoseconds()), time.Unix(0, full))
+			}
+			if at.Nanoseconds() > full+int64(5*time.Millisecond) {
+				t.Fatalf("%s: the key outlives its bucket's refill by %v", name, time.Duration(at.Nanoseconds()-full))
+			}
+			waitGone(t, c, key)
+			if v, _ := l.Value(ctx, name, "k"); v.Value != cfg.Capacity {
+				t.Fatalf("%s: after expiry %v", name, v.Value)
+			}
+		}
+		if n := countKeys(t, client, prefix+"*}[0-9]*"); n != 0 {
+			t.Fatalf("%d bucket keys left", n)
+		}
+	})
+}
+
+// waitGone waits (on the server's clock, briefly) for key to expire.
+func waitGone(t *testing.T, c redis.Cmdable, key string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for c.Exists(context.Background(), key).Val() == 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not expire", key)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestExpiryOnLimiterClock: with Options.Now the key's expiry follows
+// that clock: a frozen clock keeps it (however long the server's clock
+// runs), and once the clock passes the bucket's refill the next call on
+// its tag deletes it.
+func TestExpiryOnLimiterClock(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		prefix := testPrefix(t)
+		clk := newFakeClock(t0)
+		l := openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: map[string]ratelimit.Config{
+			"tb": {Kind: ratelimit.TokenBucket, Rate: 1000, Period: S, Capacity: 10},
+		}})
+		ctx := context.Background()
+		if st, err := l.Limit(ctx, ratelimit.Request{Name: "tb", Key: "k", Count: 10}); err != nil || !st.OK {
+			t.Fatal(st, err)
+		}
+		key := keyOf(prefix, "tb", "k")
+		c := clientOf(t, client, key)
+		time.Sleep(30 * time.Millisecond) // three times the refill, on the server's clock
+		if ttl := c.PTTL(ctx, key).Val(); ttl != -1 {
+			t.Fatalf("PTTL %v: the key expires on the server's clock", ttl)
+		}
+		l.Value(ctx, "tb", "k")
+		if c.Exists(ctx, key).Val() != 1 {
+			t.Fatal("the key is gone while the limiter's clock is frozen")
+		}
+		clk.Add(9 * time.Millisecond) // not yet full
+		l.Value(ctx, "tb", otherKeyOnTag("tb", "k"))
+		if c.Exists(ctx, key).Val() != 1 {
+			t.Fatal("the key is gone before its bucket is full")
+		}
+		clk.Add(2 * time.Millisecond)
+		l.Value(ctx, "tb", otherKeyOnTag("tb", "k"))
+		if c.Exists(ctx, key).Val() != 0 {
+			t.Fatal("the key outlived its bucket's refill")
+		}
+	})
+}
+
+// otherKeyOnTag returns a key other than key whose bucket of name shares
+// key's tag.
+func otherKeyOnTag(name, key string) string {
+	tag := route(bucket.Hash(name, key), 0)
+	for i := 0; ; i++ {
+		k := fmt.Sprint("other", i)
+		if route(bucket.Hash(name, k), 0) == tag {
+			return k
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed7fbd42b6/ratelimit"
+)
+
+var failLimits = map[string]ratelimit.Config{
+	"a": {Kind: ratelimit.TokenBucket, Rate: 100, Period: S},
+	"b": {Kind: ratelimit.FixedWindow, Rate: 100, Period: S},
+}
+
+// everyCall makes one call of every kind and returns their errors, with
+// whether any of them granted.
+func everyCall(l *ratelimit.Limiter) (errs []error, granted bool) {
+	ctx := context.Background()
+	keys := keysOnDistinctTags("a", "b")
+	st, err := l.Limit(ctx, ratelimit.Request{Name: "a", Key: "k"})
+	errs, granted = append(errs, err), st.OK
+	st, err = l.LimitAll(ctx, ratelimit.Request{Name: "a", Key: keys[0]}, ratelimit.Request{Name: "b", Key: keys[1]})
+	errs, granted = append(errs, err), granted || st.OK
+	for _, d := range l.LimitMany(ctx, []ratelimit.Request{{Name: "a", Key: "x"}, {Name: "b", Key: "y"}}, nil) {
+		errs, granted = append(errs, d.Err), granted || d.OK
+	}
+	_, err = l.Value(ctx, "a", "k")
+	errs = append(errs, err)
+	errs = append(errs, l.Credit(ctx, "a", "k", 1), l.Reset(ctx, "a", "k"))
+	return errs, granted
+}
+
+// TestStoppedServer: with the server gone (killed, or stopped and not
+// answering), every call fails with ErrUnavailable and grants nothing.
+func TestStoppedServer(t *testing.T) {
+	for _, how := range []string{"killed", "hung"} {
+		t.Run(how, func(t *testing.T) {
+			srv := ownServer(t)
+			client := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.sock, DialTimeout: 200 * time.Millisecond,
+				ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1, DialerRetries: 1})
+			defer client.Close()
+			l := open(t, client, ratelimit.Options{Limits: failLimits})
+			if errs, _ := everyCall(l); errors.Join(errs...) != nil {
+				t.Fatal(errs)
+			}
+			if how == "killed" {
+				srv.kill()
+			} else {
+				srv.cmd.Process.Signal(syscall.SIGSTOP)
+				defer srv.cmd.Process.Signal(syscall.SIGCONT)
+			}
+			errs, granted := everyCall(l)
+			if granted {
+				t.Fatal("granted without a server")
+			}
+			for i, err := range errs {
+				if !errors.Is(err, ratelimit.ErrUnavailable) {
+					t.Fatalf("call %d: %v, want ErrUnavailable", i, err)
+				}
+			}
+			if s := l.Stats(); s.Unavailable == 0 || s.Grants != 4 {
+				t.Fatalf("%+v", s)
+			}
+		})
+	}
+}
+
+// TestOpenChecksPersistence: Open refuses a master that may lose or
+// evict buckets, naming the setting and the Option that accepts it.
+func TestOpenChecksPersistence(t *testing.T) {
+	cases := []struct {
+		args   []string
+		option string
+		accept Option
+	}{
+		{[]string{"--appendfsync", "everysec"}, "AllowNotDurable", AllowNotDurable()},
+		{[]string{"--appendonly", "no"}, "AllowNotDurable", AllowNotDurable()},
+		{[]string{"--maxmemory-policy", "allkeys-lru"}, "AllowEviction", AllowEviction()},
+		{[]string{"--rename-command", "CONFIG", ""}, "SkipConfigCheck", SkipConfigCheck()},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			srv := ownServer(t, tc.args...)
+			client := srv.client()
+			defer client.Close()
+			_, err := Open(client, ratelimit.Options{Limits: failLimits})
+			if !errors.Is(err, ErrServerConfig) || !strings.Contains(err.Error(), tc.option) {
+				t.Fatalf("Open: %v", err)
+			}
+			l := open(t, client, ratelimit.Options{Limits: failLimits}, tc.accept)
+			if errs, granted := everyCall(l); errors.Join(errs...) != nil || !granted {
+				t.Fatal(errs)
+			}
+		})
+	}
+}
+
+// TestOpenUnreachable: a server that cannot be reached is ErrUnavailable
+// at Open.
+func TestOpenUnreachable(t *testing.T) {
+	needRedis(t)
+	client := redis.NewClient(&redis.Options{Network: "unix", Addr: t.TempDir() + "/none.sock", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer client.Close()
+	if _, err := Open(client, ratelimit.Options{}); !errors.Is(err, ratelimit.ErrUnavailable) {
+		t.Fatal(err)
+	}
+	if _, err := Open(client, ratelimit.Options{}, SkipConfigCheck()); !errors.Is(err, ratelimit.ErrUnavailable) {
+		t.Fatal(err)
+	}
+	if _, err := Open(client, ratelimit.Options{Path: "x"}); !errors.Is(err, ratelimit.ErrInvalidOptions) {
+		t.Fatal(err)
+	}
+	if _, err := Open(nil, ratelimit.Options{}); !errors.Is(err, ratelimit.ErrInvalidOptions) {
+		t.Fatal(err)
+	}
+}
+
+// TestOutOfMemory: a server at maxmemory with noeviction refuses the
+// function before it runs: errors, no grant, and no bucket half written.
+func TestOutOfMemory(t *testing.T) {
+	srv := ownServer(t)
+	client := srv.client()
+	defer client.Close()
+	ctx := context.Background()
+	l := open(t, client, ratelimit.Options{Limits: failLimits})
+	if errs, _ := everyCall(l); errors.Join(errs...) != nil {
+		t.Fatal(errs)
+	}
+	before, _ := l.Value(ctx, "a", "k")
+	junk := strings.Repeat("x", 64<<10)
+	for i := range 64 {
+		client.Set(ctx, fmt.Sprint("junk", i), junk, 0)
+	}
+	// Memory in use is now over maxmemory: every call that may write is
+	// refused before it runs.
+	if err := client.ConfigSet(ctx, "maxmemory", fmt.Sprint(usedMemory(t, client)/2)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Set(ctx, "one more", "x", 0).Err(); err == nil || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("the server is not out of memory: %v", err)
+	}
+	errs, granted := everyCall(l)
+	if granted {
+		t.Fatal("granted while the server is out of memory")
+	}
+	for i, err := range errs {
+		if !errors.Is(err, ratelimit.ErrUnavailable) {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	client.ConfigSet(ctx, "maxmemory", "0")
+	if after, _ := l.Value(ctx, "a", "k"); after.Value != before.Value {
+		t.Fatalf("the bucket changed from %v to %v", before.Value, after.Value)
+	}
+}
+
+// TestForeignKey: a key under the store's prefix that is not a bucket
+// fails the call closed.
+func TestForeignKey(t *testing.T) {
+	client := topologies[0].client(t)
+	prefix := testPrefix(t)
+	l := openPrefix(t, client, prefix, ratelimit.Options{Limits: failLimits})
+	ctx := context.Background()
+	client.Set(ctx, keyOf(prefix, "a", "k"), "not a bucket", 0)
+	if st, err := l.Limit(ctx, ratelimit.Request{Name: "a", Key: "k"}); !errors.Is(err, ratelimit.ErrUnavailable) || st.OK {
+		t.Fatal(st, err)
+	}
+}
+
+func usedMemory(t *testing.T, c *redis.Client) int64 {
+	var mem int64
+	for _, line := range strings.Split(c.Info(context.Background(), "memory").Val(), "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			fmt.Sscan(v, &mem)
+		}
+	}
+	if mem == 0 {
+		t.Fatal("no used_memory")
+	}
+	return mem
+}

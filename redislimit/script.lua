@@ -1,0 +1,560 @@
+#!lua name=LIBRARY
+-- redislimit's function library (FUNCTION LOAD; called with FCALL): one
+-- function decides batches of units, a section per slot tag (one section
+-- on a cluster, where a call's keys share a slot; every waiting tag's on a
+-- single server), in order and atomically, and stores what they grant. Its arithmetic mirrors
+-- package internal/bucket operation for operation (doubles on both sides);
+-- the Go side replays every decision on the states this function reports
+-- and refuses a reply that disagrees. The helpers and scratch tables are
+-- made once, when the library loads; a call resets what it uses.
+--
+-- Times are (us, rem): whole microseconds since the Unix epoch and the
+-- nanoseconds beyond them, 0 <= rem < 1000, both held exactly in doubles.
+--
+-- keys: the sections' drop records and expiry indexes, the holds the
+-- batch names, then its buckets (nB from b0). args[1]: the program (see
+-- program.go). args[2]: the clock as '<dd' (us, rem), or '' for the
+-- server's TIME.
+-- The libraries exist only when the function runs (not while the library
+-- loads): bound on the first call.
+local pack, sunpack, call, concat, tunpack, floor, huge
+
+-- The call's inputs and clock.
+local KEYS, prog, pos, nus, nrem, nS
+
+-- Limits: kind (1 token bucket, 2 fixed window), rate, period as a double
+-- (LF), capacity, maxReserved (0: unlimited), period as (us, rem).
+local LK, LR, LF, LC, LM, LPu, LPr = {}, {}, {}, {}, {}, {}, {}
+-- Items: key index, limit index, fixed-window phase as (us, rem).
+local IK, IL, IHu, IHr = {}, {}, {}, {}
+
+-- a <= b, for times
+local function le(aus, arem, bus, brem)
+  return aus < bus or (aus == bus and arem <= brem)
+end
+
+-- a - b, for times
+local function sub(aus, arem, bus, brem)
+  local us, rem = aus - bus, arem - brem
+  if rem < 0 then
+    return us - 1, rem + 1000
+  end
+  return us, rem
+end
+
+-- a + b, for times
+local function add(aus, arem, bus, brem)
+  local us, rem = aus + bus, arem + brem
+  if rem >= 1000 then
+    return us + 1, rem - 1000
+  end
+  return us, rem
+end
+
+-- q * period of limit l, exactly, as (us, rem)
+local function mul(q, l)
+  local pr = LPr[l]
+  local qh = floor(q / 1000)
+  local x = (q - qh * 1000) * pr
+  local xh = floor(x / 1000)
+  return q * LPu[l] + qh * pr + xh, x - xh * 1000
+end
+
+-- floor division of the time e by limit l's period: q and e - q*period
+-- (in [0, period)), exactly. The double estimate of q is off by a few at
+-- most; the exact remainder corrects it.
+local function divmod(eus, erem, l)
+  local pu, pr = LPu[l], LPr[l]
+  local q = floor((eus * 1000 + erem) / LF[l])
+  for _ = 1, 16 do
+    local rus, rrem = sub(eus, erem, mul(q, l))
+    if rus < 0 then
+      q = q - 1
+    elseif rus > pu or (rus == pu and rrem >= pr) then
+      q = q + 1
+    else
+      return q, rus, rrem
+    end
+  end
+  error('ratelimit: window division did not settle')
+end
+
+-- The double nearest d = dus*1000 + drem nanoseconds (dus >= 0), as Go's
+-- float64(uint64(d)): exact below 2^53; above, two exact parts summed with
+-- one rounding.
+local function nanos(dus, drem)
+  if dus < 9007199254740 then
+    return dus * 1000 + drem
+  end
+  local h = floor(dus / 1048576)
+  return h * 1048576000 + ((dus - h * 1048576) * 1000 + drem)
+end
+
+-- bucket.Limit.Project: s refilled up to now (nu, nr), capped.
+local function project(l, v, tus, trem, nu, nr)
+  local cap = LC[l]
+  if le(nu, nr, tus, trem) then -- no time passed (or the clock went back)
+    if cap < v then v = cap end
+    return v, tus, trem
+  end
+  local dus, drem = sub(nu, nr, tus, trem)
+  if LK[l] == 2 then
+    if dus < LPu[l] or (dus == LPu[l] and drem < LPr[l]) then
+      if cap < v then v = cap end
+      return v, tus, trem
+    end
+    local k, rus, rrem = divmod(dus, drem, l)
+    v = v + LR[l] * k
+    if cap < v then v = cap end
+    local sus, srem = sub(nu, nr, rus, rrem)
+    return v, sus, srem
+  end
+  v = v + nanos(dus, drem) * LR[l] / LF[l]
+  if cap < v then v = cap end
+  return v, nu, nr
+end
+
+-- bucket.Limit.Fresh at (nu, nr) for an item's limit and phase.
+local function fresh(i, nu, nr)
+  local l = IL[i]
+  if LK[l] == 2 then
+    local eus, erem = sub(nu, nr, IHu[i], IHr[i])
+    local _, rus, rrem = divmod(eus, erem, l)
+    local sus, srem = sub(nu, nr, rus, rrem)
+    return LC[l], sus, srem
+  end
+  return LC[l], nu, nr
+end
+
+local function allowed(l, reserve)
+  if reserve == 0 then return 0 end
+  if LM[l] > 0 then return LM[l] end
+  return huge
+end
+
+-- bucket.Limit.take
+local function take(l, v, us, rem, nu, nr, count, reserve)
+  v, us, rem = project(l, v, us, rem, nu, nr)
+  v = v - count
+  return v >= -allowed(l, reserve) and v ~= -huge, v, us, rem
+end
+
+-- bucket.Limit.takeTwo: ok, writeA, writeB, then the two states.
+local function takeTwo(l, av, au, ar, bv, bu, br, nu, nr, count, reserve)
+  local okA, nav, nau, nar = take(l, av, au, ar, nu, nr, count, reserve)
+  local okB, nbv, nbu, nbr = take(l, bv, bu, br, nu, nr, count, reserve)
+  if okA and (not okB or nav >= nbv) then
+    return true, true, false, nav, nau, nar, bv, bu, br
+  end
+  if okB then
+    return true, false, true, av, au, ar, nbv, nbu, nbr
+  end
+  local pav, pau, par = project(l, av, au, ar, nu, nr)
+  local pbv, pbu, pbr = project(l, bv, bu, br, nu, nr)
+  local half = (pav + pbv - count) / 2
+  if half == -huge then
+    half = pav / 2 + pbv / 2 - count / 2
+  end
+  if half < -allowed(l, reserve) or half == -huge or pav < half or pbv < half then
+    return false, false, false, av, au, ar, bv, bu, br
+  end
+  return true, true, true, half, pau, par, half, pbu, pbr
+end
+
+-- bucket.Limit.Credit
+local function credit(l, v, us, rem, nu, nr, count)
+  v, us, rem = project(l, v, us, rem, nu, nr)
+  v = v + count
+  if LC[l] < v then v = LC[l] end
+  return v, us, rem
+end
+
+-- A tag's drop record: the latest clock reading at which a full bucket
+-- was deleted there. An absent bucket is fresh as of max(now, it), so that
+-- a clock gone back cannot count a refill twice (as the partitions do).
+-- Per section: its drop record's key, expiry index's key (0: none), units,
+-- and the record as loaded (SDl), its value (SDu, SDr) and whether it
+-- changed (SDc). sec is the section being decided.
+local SDk, SEk, SNU, SDl, SDu, SDr, SDc = {}, {}, {}, {}, {}, {}, {}
+local sec
+local function freshAt()
+  if not SDl[sec] then
+    SDl[sec] = true
+    local raw = call('GET', KEYS[SDk[sec]])
+    if raw then SDu[sec], SDr[sec] = sunpack('<dd', raw) end
+  end
+  local du = SDu[sec]
+  if du and le(nus, nrem, du, SDr[sec]) then return du, SDr[sec] end
+  return nus, nrem
+end
+local function dropped()
+  freshAt()
+  local du = SDu[sec]
+  if not du or not le(nus, nrem, du, SDr[sec]) then
+    SDu[sec], SDr[sec], SDc[sec] = nus, nrem, true
+  end
+end
+
+-- The bucket cache, by key index: CP[k] is true (present) or false
+-- (absent); CV, CU, CR its state; CW the item whose limit last wrote it;
+-- KS the section that wrote it.
+local CP, CV, CU, CR, CW, KS = {}, {}, {}, {}, {}, {}
+local isDirty, dirty, nDirty = {}, {}, 0
+local function mark(k)
+  KS[k] = sec
+  if not isDirty[k] then
+    isDirty[k] = true
+    nDirty = nDirty + 1
+    dirty[nDirty] = k
+  end
+end
+-- item i's bucket as stored, or fresh: v, us, rem, present
+local function state(i)
+  local k = IK[i]
+  if CP[k] then return CV[k], CU[k], CR[k], true end
+  local fu, fr = freshAt()
+  local v, u, r = fresh(i, fu, fr)
+  return v, u, r, false
+end
+local function put(k, i, v, u, r)
+  CP[k], CV[k], CU[k], CR[k], CW[k] = true, v, u, r, i
+  mark(k)
+end
+-- a decided state: a full bucket is deleted (full equals absent)
+local function store(k, i, v, u, r)
+  local l = IL[i]
+  if project(l, v, u, r, nus, nrem) >= LC[l] then
+    CP[k] = false
+    mark(k)
+    dropped()
+  else
+    put(k, i, v, u, r)
+  end
+end
+
+-- The reply, in pieces.
+local out, nOut = {}, 0
+local function emit(v, u, r, present)
+  nOut = nOut + 1
+  out[nOut] = pack('<Bddd', present and 1 or 0, v, u, r)
+end
+
+-- A unit's tentative writes, applied to the cache when it is granted.
+local oK, oI, oV, oU, oR, nO = {}, {}, {}, {}, {}, 0
+local function cur(i)
+  local k = IK[i]
+  for j = 1, nO do
+    if oK[j] == k then return oV[j], oU[j], oR[j] end
+  end
+  local v, u, r = state(i)
+  return v, u, r
+end
+local function tput(i, v, u, r)
+  local k = IK[i]
+  for j = 1, nO do
+    if oK[j] == k then
+      oI[j], oV[j], oU[j], oR[j] = i, v, u, r
+      return
+    end
+  end
+  nO = nO + 1
+  oK[nO], oI[nO], oV[nO], oU[nO], oR[nO] = k, i, v, u, r
+end
+
+-- Decide members of a unit.
+local mOp, mRes, mRole, mA, mB, mCount = {}, {}, {}, {}, {}, {}
+local mRv, mRu, mRr, mTu, mTr, mWv, mFirst = {}, {}, {}, {}, {}, {}, {}
+
+-- decideUnit decides n members (already read) all or none, and returns
+-- the unit's status: 0 denied, 1 granted, 2 a pair across slots whose
+-- held share cannot cover the decision.
+local function decideUnit(n)
+  nO = 0
+  for m = 1, n do
+    local op, res, i, count = mOp[m], mRes[m], mA[m], mCount[m]
+    local l = IL[i]
+    local role = mRole[m]
+    if op == 2 then -- credit
+      local v, u, r = cur(i)
+      tput(i, credit(l, v, u, r, nus, nrem, count))
+    elseif role == 1 then -- first shard of a pair across slots: hold what it may take
+      local v, u, r = cur(i)
+      local pv, pu, pr = project(l, v, u, r, nus, nrem)
+      if op == 0 then
+        local al = allowed(l, res)
+        local w = pv - count
+        if not (w >= -al and w ~= -huge) then
+          if al ~= huge and pv > -al then w = -al else w = pv end
+        end
+        tput(i, w, pu, pr)
+      end
+    elseif role == 2 then -- second shard: decide the pair, the first's state given
+      local v, u, r = cur(i)
+      local du, dr = nus, nrem
+      if le(mTu[m], mTr[m], du, dr) then du, dr = mTu[m], mTr[m] end
+      local good, wa, wb, av, au, ar, bv, bu, br, other
+      if mFirst[m] == 1 then
+        good, wa, wb, av, au, ar, bv, bu, br = takeTwo(l, mRv[m], mRu[m], mRr[m], v, u, r, du, dr, count, res)
+        other = wa and av or mRv[m]
+        if good and op == 0 and wb then tput(i, bv, bu, br) end
+      else
+        good, wa, wb, av, au, ar, bv, bu, br = takeTwo(l, v, u, r, mRv[m], mRu[m], mRr[m], du, dr, count, res)
+        other = wb and bv or mRv[m]
+        if good and op == 0 and wa then tput(i, av, au, ar) end
+      end
+      if not good then return 0 end
+      if op == 0 and other < mWv[m] then return 2 end
+    elseif mB[m] == 0 then
+      local v, u, r = cur(i)
+      local good, nv, nu2, nr2 = take(l, v, u, r, nus, nrem, count, res)
+      if not good then return 0 end
+      if op == 0 then tput(i, nv, nu2, nr2) end
+    else
+      local av, au, ar = cur(i)
+      local bv, bu, br = cur(mB[m])
+      local good, wa, wb, nav, nau, nar, nbv, nbu, nbr = takeTwo(l, av, au, ar, bv, bu, br, nus, nrem, count, res)
+      if not good then return 0 end
+      if op == 0 then
+        if wa then tput(i, nav, nau, nar) end
+        if wb then tput(mB[m], nbv, nbu, nbr) end
+      end
+    end
+  end
+  return 1
+end
+
+-- When a bucket is full again, as (us, rem), checked with project: nil if
+-- never (or beyond the clock's range).
+local function fullAt(i, v, u, r)
+  local l = IL[i]
+  local cap = LC[l]
+  local pv, pu, pr = project(l, v, u, r, nus, nrem)
+  local need = cap - pv
+  if not (need < huge) then return nil end
+  if LK[l] == 2 then
+    local k = floor(need / LR[l])
+    if k < 1 then k = 1 end
+    if not (k * (LPu[l] + 1) < 4503599627370496) then return nil end
+    local tu, tr = add(pu, pr, mul(k, l))
+    for _ = 1, 4 do
+      if project(l, v, u, r, tu, tr) >= cap then return tu, tr end
+      tu, tr = add(tu, tr, LPu[l], LPr[l])
+    end
+    return nil
+  end
+  local d = floor(need * LF[l] / LR[l] / 1000) + 1
+  for _ = 1, 8 do
+    if not (pu + d < 4503599627370496) then return nil end
+    if project(l, v, u, r, pu + d, pr) >= cap then return pu + d, pr end
+    d = d * 2
+  end
+  return nil
+end
+
+local holds, nHolds = {}, 0
+local sweepN, verify, holdMs
+
+-- begin reads the call's clock and program header, limits and items;
+-- false and an error reply when the clock is out of range.
+local function begin(keys, args)
+  if not call then
+    pack, sunpack, call, concat, tunpack = struct.pack, struct.unpack, redis.call, table.concat, unpack
+    floor, huge = math.floor, math.huge
+  end
+  KEYS, prog = keys, args[1]
+  if args[2] == '' then
+    local t = call('TIME')
+    nus, nrem = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
+  else
+    nus, nrem = sunpack('<dd', args[2])
+  end
+  if not (nus >= 0 and nus < 4503599627370496) then -- 2^52 us: 1970 to 2112
+    return false
+  end
+  local nL, nI, b0, nB
+  nL, nI, nS, b0, nB, sweepN, verify, holdMs, pos = sunpack('<HHHHHHHd', prog, 1)
+  for i = 1, nL do
+    LK[i], LR[i], LF[i], LC[i], LM[i], LPu[i], LPr[i], pos = sunpack('<Bdddddd', prog, pos)
+  end
+  for i = 1, nI do
+    IK[i], IL[i], IHu[i], IHr[i], pos = sunpack('<HHdd', prog, pos)
+  end
+  for j = 1, nS do
+    SDk[j], SEk[j], SNU[j], pos = sunpack('<HHH', prog, pos)
+    SDl[j], SDu[j], SDr[j], SDc[j] = false, nil, nil, false
+  end
+  nDirty, nOut, nHolds = 0, 1, 0
+  out[1] = pack('<dd', nus, nrem)
+  return true, b0, nB
+end
+
+-- load sweeps the expiry index (clock from the client: delete the
+-- buckets that are full by now, bounded per call), then reads every
+-- bucket at once.
+local function load(b0, nB)
+  for j = 1, nS do
+    local expK = SEk[j]
+    if expK > 0 and sweepN > 0 then
+      local due = call('ZRANGEBYSCORE', KEYS[expK], '-inf', nus, 'LIMIT', 0, sweepN)
+      if #due > 0 then
+        call('DEL', tunpack(due))
+        call('ZREM', KEYS[expK], tunpack(due))
+        sec = j
+        dropped()
+      end
+    end
+  end
+  if nB > 0 then
+    local raw = call('MGET', tunpack(KEYS, b0, b0 + nB - 1))
+    for k = b0, b0 + nB - 1 do
+      local b = raw[k - b0 + 1]
+      isDirty[k] = false
+      if b then
+        if #b ~= 24 then error('ratelimit: ' .. KEYS[k] .. ' is not a bucket') end
+        CP[k] = true
+        CV[k], CU[k], CR[k] = sunpack('<ddd', b)
+      else
+        CP[k] = false
+      end
+    end
+  end
+end
+
+-- decideKind runs a decide unit of n members.
+local function decideKind(n, holdK)
+  for m = 1, n do
+    mOp[m], mRes[m], mRole[m], mA[m], mB[m], mCount[m], pos = sunpack('<BBBHHd', prog, pos)
+    if mRole[m] == 2 then
+      mRv[m], mRu[m], mRr[m], mTu[m], mTr[m], mWv[m], mFirst[m], pos = sunpack('<ddddddB', prog, pos)
+    end
+  end
+  nOut = nOut + 1
+  local at = nOut
+  for m = 1, n do
+    emit(state(mA[m]))
+    if mB[m] > 0 then emit(state(mB[m])) end
+  end
+  local status = decideUnit(n)
+  if status == 1 then
+    for j = 1, nO do store(oK[j], oI[j], oV[j], oU[j], oR[j]) end
+    if holdK > 0 and nO > 0 then
+      nHolds = nHolds + 1
+      holds[nHolds] = holdK
+    end
+    if verify == 1 then -- tests: the states the unit left, compared bit for bit
+      for m = 1, n do
+        emit(state(mA[m]))
+        if mB[m] > 0 then emit(state(mB[m])) end
+      end
+    end
+  end
+  out[at] = pack('B', status)
+end
+
+-- itemsKind runs a peek (kind 2) or reset (kind 3) unit of n items.
+local function itemsKind(kind, n)
+  nOut = nOut + 1
+  out[nOut] = pack('B', 1)
+  for _ = 1, n do
+    local i
+    i, pos = sunpack('<H', prog, pos)
+    if kind == 2 then
+      emit(state(i))
+    else
+      local k = IK[i]
+      CP[k] = false
+      mark(k)
+    end
+  end
+end
+
+-- settleKind ends a hold: restores what is unchanged, credits the rest.
+local function settleKind(n, holdK)
+  local live = call('DEL', KEYS[holdK]) == 1
+  nOut = nOut + 1
+  out[nOut] = pack('B', live and 1 or 0)
+  for _ = 1, n do
+    local i, ep, ev, eu, er, tp, tv, tu, tr, amount
+    i, ep, ev, eu, er, tp, tv, tu, tr, amount, pos = sunpack('<HBdddBdddd', prog, pos)
+    if live then
+      local k = IK[i]
+      local same
+      if CP[k] then
+        same = ep == 1 and CV[k] == ev and CU[k] == eu and CR[k] == er
+      else
+        same = ep == 0
+      end
+      if same then
+        if tp == 1 then
+          put(k, i, tv, tu, tr)
+        else
+          CP[k] = false
+          mark(k)
+        end
+      elseif amount > 0 and CP[k] then
+        store(k, i, credit(IL[i], CV[k], CU[k], CR[k], nus, nrem, amount))
+      end
+    end
+  end
+end
+
+-- writeBack stores what changed, with its expiry, and the holds.
+local function writeBack()
+  for j = 1, nDirty do
+    local k = dirty[j]
+    local expK = SEk[KS[k]]
+    if CP[k] then
+      local blob = pack('<ddd', CV[k], CU[k], CR[k])
+      local tu = fullAt(CW[k], CV[k], CU[k], CR[k])
+      if expK > 0 then
+        call('SET', KEYS[k], blob)
+        if tu then
+          call('ZADD', KEYS[expK], tu + 1, KEYS[k])
+        else
+          call('ZREM', KEYS[expK], KEYS[k])
+        end
+      elseif tu then
+        call('SET', KEYS[k], blob, 'PXAT', floor(tu / 1000) + 2)
+      else
+        call('SET', KEYS[k], blob)
+      end
+    else
+      call('DEL', KEYS[k])
+      if expK > 0 then call('ZREM', KEYS[expK], KEYS[k]) end
+    end
+  end
+  for j = 1, nHolds do
+    call('SET', KEYS[holds[j]], '1', 'PX', holdMs)
+  end
+  for j = 1, nS do
+    if SDc[j] then call('SET', KEYS[SDk[j]], pack('<dd', SDu[j], SDr[j])) end
+  end
+end
+
+local function run(keys, args)
+  local ok, b0, nB = begin(keys, args)
+  if not ok then
+    return redis.error_reply('RANGE ratelimit: clock outside the years 1970 to 2112')
+  end
+  load(b0, nB)
+  for j = 1, nS do
+    sec = j
+    for _ = 1, SNU[j] do
+      local kind, n, holdK
+      kind, n, holdK, pos = sunpack('<BHH', prog, pos)
+      if kind == 1 then
+        decideKind(n, holdK)
+      elseif kind == 2 or kind == 3 then
+        itemsKind(kind, n)
+      elseif kind == 4 then
+        settleKind(n, holdK)
+      else
+        error('ratelimit: unknown unit ' .. kind)
+      end
+    end
+  end
+  writeBack()
+  return concat(out, '', 1, nOut)
+end
+
+redis.register_function{function_name = 'LIBRARY', callback = run}

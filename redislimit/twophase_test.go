@@ -1,0 +1,288 @@
+package redislimit
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+)
+
+// storeLimit is a limit as the store sees it: one shard's arithmetic.
+type storeLimit struct {
+	name   string
+	lim    bucket.Limit
+	shards int
+}
+
+func (sl *storeLimit) item(key string, shard uint32) actor.Item {
+	nh := bucket.NameHash(sl.name)
+	h := bucket.HashWith(nh, key)
+	return actor.Item{
+		ID:    actor.BucketID{Name: sl.name, Key: key, Shard: shard},
+		Hash:  bucket.ShardHash(bucket.TableHash(nh, key), shard),
+		Lim:   &sl.lim,
+		Phase: bucket.Phase(h, sl.lim.Period),
+		Part:  route(h, shard),
+	}
+}
+
+// storeLimits are sharded limits whose requests often split across two
+// shards; odd counts have a lone last shard whose partner sits on
+// another slot tag.
+var storeLimits = []*storeLimit{
+	{"s2", bucket.Limit{Kind: bucket.TokenBucket, Rate: 3, Period: int64(10 * S), Capacity: 3}, 2},
+	{"s3", bucket.Limit{Kind: bucket.TokenBucket, Rate: 2, Period: int64(7 * S), Capacity: 2.5, MaxReserved: 1.5}, 3},
+	{"s5", bucket.Limit{Kind: bucket.FixedWindow, Rate: 1.5, Period: int64(4 * S), Capacity: 2}, 5},
+	{"s5r", bucket.Limit{Kind: bucket.TokenBucket, Rate: 1, Period: int64(3 * S), Capacity: 1}, 5},
+	{"one", bucket.Limit{Kind: bucket.TokenBucket, Rate: 4, Period: int64(5 * S), Capacity: 4}, 1},
+}
+
+// callOp builds the same call twice (its items and members), for the
+// partitions and for the store.
+type callOp struct {
+	what   string
+	build  func(c *actor.Call)
+	atomic bool
+}
+
+// addMember adds to c a request on (sl, key) over shards i and j (j < 0:
+// one bucket), as package ratelimit would with those choices.
+func addMember(c *actor.Call, sl *storeLimit, key string, i, j int, op actor.Op, count float64, reserve bool) {
+	m := int32(len(c.Members))
+	mem := actor.Member{Op: op, Count: count, Reserve: reserve, Second: -1}
+	mem.First = c.AddItem(sl.item(key, uint32(i)), m, false)
+	if j >= 0 {
+		mem.Second = c.AddItem(sl.item(key, uint32(j)), m, true)
+	}
+	c.Members = append(c.Members, mem)
+}
+
+// pickShards draws two distinct shards as package ratelimit does (a pair,
+// or the lone last shard of an odd count with any other), from rng.
+func pickShards(rng *rand.Rand, n int) (int, int) {
+	if n == 1 {
+		return 0, -1
+	}
+	i := rng.IntN(n)
+	if j := i ^ 1; j < n {
+		return i, j
+	}
+	j := rng.IntN(n - 1)
+	if j >= i {
+		j++
+	}
+	return i, j
+}
+
+// splitPair reports whether shards i and j of (sl, key) sit on two tags.
+func splitPair(sl *storeLimit, key string, i, j int) bool {
+	return j >= 0 && sl.item(key, uint32(i)).Part != sl.item(key, uint32(j)).Part
+}
+
+func randomCallOp(rng *rand.Rand) callOp {
+	keys := []string{"a", "b", ""}
+	counts := []float64{1, 0.5, 2, 3, 1.25}
+	req := func() (sl *storeLimit, key string, i, j int, count float64, reserve bool) {
+		sl = storeLimits[rng.IntN(len(storeLimits))]
+		i, j = pickShards(rng, sl.shards)
+		return sl, keys[rng.IntN(len(keys))], i, j, counts[rng.IntN(len(counts))], rng.IntN(3) == 0
+	}
+	switch rng.IntN(6) {
+	case 0, 1, 2: // one request (Limit, or Check)
+		sl, key, i, j, n, res := req()
+		op := actor.OpTake
+		if rng.IntN(5) == 0 {
+			op = actor.OpCheck
+		}
+		return callOp{fmt.Sprintf("%v %s/%s shards %d,%d count %v reserve %v", op, sl.name, key, i, j, n, res),
+			func(c *actor.Call) { addMember(c, sl, key, i, j, op, n, res) }, true}
+	case 3, 4: // several at once (LimitAll)
+		type r struct {
+			sl         *storeLimit
+			key        string
+			i, j       int
+			n          float64
+			res, check bool
+		}
+		rs := make([]r, 2+rng.IntN(3))
+		for k := 0; k < len(rs); k++ {
+			rs[k].sl, rs[k].key, rs[k].i, rs[k].j, rs[k].n, rs[k].res = req()
+			rs[k].check = rng.IntN(6) == 0
+			// A call that names the bucket of a pair across slots twice
+			// is decided conservatively, not as the partitions do (see
+			// the package doc): draw again.
+			for p := range k {
+				if rs[p].sl == rs[k].sl && rs[p].key == rs[k].key && (splitPair(rs[p].sl, rs[p].key, rs[p].i, rs[p].j) || splitPair(rs[k].sl, rs[k].key, rs[k].i, rs[k].j)) {
+					k--
+					break
+				}
+			}
+		}
+		return callOp{fmt.Sprintf("all %+v", rs), func(c *actor.Call) {
+			for _, x := range rs {
+				op := actor.OpTake
+				if x.check {
+					op = actor.OpCheck
+				}
+				addMember(c, x.sl, x.key, x.i, x.j, op, x.n, x.res)
+			}
+		}, true}
+	default: // a credit of one shard
+		sl, key, i, _, n, _ := req()
+		return callOp{fmt.Sprintf("credit %s/%s shard %d count %v", sl.name, key, i, n),
+			func(c *actor.Call) { addMember(c, sl, key, i, -1, actor.OpCredit, n, false) }, false}
+	}
+}
+
+// TestTwoPhaseMatchesPartitions sends the same calls, two-choice picks
+// included (pairs on one slot and lone shards paired across slots), to
+// the partitions (actor.Group) and to the store, on one fake clock, and
+// requires the same members' outcomes and the same bucket states.
+func TestTwoPhaseMatchesPartitions(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		now := t0.UnixNano()
+		clock := func() int64 { return now }
+		g := actor.NewGroup(Slots, actor.NopLog{}, clock)
+		g.Start()
+		defer g.Stop()
+		cfg := defaultConfig()
+		cfg.prefix, cfg.sweep = testPrefix(t), 0
+		s := newStore(client, &cfg, clock)
+		defer s.Close()
+		rng := rand.New(rand.NewPCG(7, 7))
+		ctx := context.Background()
+		pairsAcross := 0
+		for step := range 2500 {
+			if rng.IntN(3) > 0 {
+				now += rng.Int64N(int64(3*S/time.Microsecond)) * 1000
+			}
+			op := randomCallOp(rng)
+			cm, cr := actor.NewCall(), actor.NewCall()
+			cm.Atomic, cr.Atomic = op.atomic, op.atomic
+			op.build(cm)
+			op.build(cr)
+			for _, m := range cr.Members {
+				if m.Second >= 0 && cr.Items[m.First].Part != cr.Items[m.Second].Part {
+					pairsAcross++
+				}
+			}
+			g.Decide(ctx, cm)
+			s.Decide(ctx, cr)
+			where := fmt.Sprintf("step %d: %s", step, op.what)
+			if err := cr.FirstErr(); err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			for i := range cm.Members {
+				a, b := cm.Members[i], cr.Members[i]
+				if a.OK != b.OK || a.RetryAfter != b.RetryAfter || !close12(a.Left, b.Left) || a.UntilFull != b.UntilFull {
+					t.Fatalf("%s: member %d:\npartitions %+v\nstore      %+v", where, i, a, b)
+				}
+			}
+			comparePeek(t, where, g, s, cm)
+			cm.Release()
+			cr.Release()
+		}
+		if pairsAcross < 50 {
+			t.Errorf("only %d requests paired shards across slots", pairsAcross)
+		}
+	})
+}
+
+// comparePeek reads the buckets of c's items from both stores.
+func comparePeek(t *testing.T, where string, g *actor.Group, s *redisStore, c *actor.Call) {
+	t.Helper()
+	pm, pr := actor.NewCall(), actor.NewCall()
+	defer pm.Release()
+	defer pr.Release()
+	for i := range c.Items {
+		it := c.Items[i]
+		it.State, it.Err, it.Write = bucket.State{}, nil, false
+		pm.AddItem(it, -1, false)
+		pr.AddItem(it, -1, false)
+	}
+	g.Peek(pm)
+	s.Peek(pr)
+	if err := pr.FirstErr(); err != nil {
+		t.Fatalf("%s: peek: %v", where, err)
+	}
+	for i := range pm.Items {
+		a, b := pm.Items[i].State, pr.Items[i].State
+		if a.TS != b.TS || !close12(a.Value, b.Value) {
+			t.Fatalf("%s: bucket %+v: partitions %+v, store %+v", where, pm.Items[i].ID, a, b)
+		}
+	}
+}
+
+// TestTwoPhaseLimitAll checks LimitAll across slots on the public API:
+// all or nothing, a denial gives back what earlier slots took, and the
+// holds are gone once the limiter is closed (a granted call's holds are
+// dropped in the background).
+func TestTwoPhaseLimitAll(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		clk := newFakeClock(t0)
+		prefix := testPrefix(t)
+		l := openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: map[string]ratelimit.Config{
+			"a": {Kind: ratelimit.TokenBucket, Rate: 5, Period: M},
+			"b": {Kind: ratelimit.TokenBucket, Rate: 3, Period: M},
+		}})
+		ctx := context.Background()
+		keys := keysOnDistinctTags("a", "b")
+		rs := []ratelimit.Request{{Name: "a", Key: keys[0], Count: 2}, {Name: "b", Key: keys[1], Count: 2}}
+		st, err := l.LimitAll(ctx, rs...)
+		if err != nil || !st.OK {
+			t.Fatal(st, err)
+		}
+		// b has 1 left: the call is denied and a gets its 2 back.
+		st, err = l.LimitAll(ctx, rs...)
+		if err != nil || st.OK || st.Limit != "b" || st.RetryAfter != 20*S {
+			t.Fatal(st, err)
+		}
+		if v, _ := l.Value(ctx, "a", keys[0]); v.Value != 3 {
+			t.Fatalf("a holds %v after the denied call, want 3", v.Value)
+		}
+		l.Close() // waits for the holds dropped in the background
+		if n := countKeys(t, client, prefix+"*h:*"); n != 0 {
+			t.Fatalf("%d holds left", n)
+		}
+	})
+}
+
+// keysOnDistinctTags returns a key for each limit name such that their
+// buckets sit on different slot tags, in ascending tag order.
+func keysOnDistinctTags(names ...string) []string {
+	keys := make([]string, len(names))
+	for i, name := range names {
+		lo, hi := int32(i*Slots/len(names)), int32((i+1)*Slots/len(names))
+		for k := 0; ; k++ {
+			key := fmt.Sprint("k", k)
+			if t := route(bucket.Hash(name, key), 0); t >= lo && t < hi {
+				keys[i] = key
+				break
+			}
+		}
+	}
+	return keys
+}
+
+// countKeys counts the keys matching pattern on every master.
+func countKeys(t *testing.T, client redis.UniversalClient, pattern string) int {
+	t.Helper()
+	var n atomic.Int64 // masters are visited concurrently
+	err := eachMaster(context.Background(), client, func(ctx context.Context, c *redis.Client) error {
+		keys, err := c.Keys(ctx, pattern).Result()
+		n.Add(int64(len(keys)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(n.Load())
+}
