@@ -271,11 +271,14 @@ func TestDecideOverride(t *testing.T) {
 	if _, err := f.try(&Request{Domain: "d", Descriptors: []Descriptor{bad}}); !errors.Is(err, ErrInvalidRequest) {
 		t.Errorf("override without a unit: %v, want ErrInvalidRequest", err)
 	}
-	for rpu, want := range map[uint32]bool{3: true, 4: false} {
-		o.Override = &Override{RequestsPerUnit: rpu, Unit: config.Minute}
+	for _, c := range []struct { // in order: the second distinct fits, a third does not
+		rpu  uint32
+		want bool
+	}{{3, true}, {4, false}, {3, true}} {
+		o.Override = &Override{RequestsPerUnit: c.rpu, Unit: config.Minute}
 		_, err := f.try(&Request{Domain: "d", Descriptors: []Descriptor{o}})
-		if (err == nil) != want {
-			t.Errorf("override %d/minute (bound 2 distinct): err %v", rpu, err)
+		if (err == nil) != c.want {
+			t.Errorf("override %d/minute (bound 2 distinct): err %v", c.rpu, err)
 		}
 	}
 	// An unknown domain applies no limit, override or not.
