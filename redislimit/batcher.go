@@ -69,15 +69,7 @@ func (b *batcher) close() {
 // a round ends goes to a sender goroutine.
 func (b *batcher) submit(parts []part) {
 	b.mu.Lock()
-	for i := range parts {
-		pt := &parts[i]
-		q := &b.q[pt.tag]
-		q.parts = append(q.parts, pt)
-		if !q.busy && !q.listed {
-			q.listed = true
-			b.ready = append(b.ready, pt.tag)
-		}
-	}
+	b.enqueue(parts)
 	if b.rounds >= b.maxRounds || len(b.ready) == 0 {
 		b.mu.Unlock()
 		return
@@ -92,10 +84,9 @@ func (b *batcher) submit(parts []part) {
 	b.mu.Unlock()
 }
 
-// queue queues parts without sending them: they go with the next round
-// (see dropHolds), or when flush is called.
-func (b *batcher) queue(parts []part) {
-	b.mu.Lock()
+// enqueue, with b.mu held, appends parts to their tags' queues and lists
+// the tags that become ready.
+func (b *batcher) enqueue(parts []part) {
 	for i := range parts {
 		pt := &parts[i]
 		q := &b.q[pt.tag]
@@ -105,6 +96,13 @@ func (b *batcher) queue(parts []part) {
 			b.ready = append(b.ready, pt.tag)
 		}
 	}
+}
+
+// queue queues parts without sending them: they go with the next round
+// (see dropHolds), or when flush is called.
+func (b *batcher) queue(parts []part) {
+	b.mu.Lock()
+	b.enqueue(parts)
 	b.mu.Unlock()
 }
 

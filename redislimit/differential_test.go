@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
 // diffLimits are the unsharded limits of the differential test: both
@@ -110,17 +111,17 @@ func runDifferential(t *testing.T, client redis.UniversalClient, seed uint64, st
 
 // advance moves the clock by a random number of whole microseconds: often
 // none, sometimes across several periods, sometimes back.
-func advance(rng *rand.Rand, clk *fakeClock) {
+func advance(rng *rand.Rand, clk *ratelimittest.Clock) {
 	switch r := rng.IntN(20); {
 	case r < 6:
 	case r < 12:
-		clk.Add(time.Duration(rng.IntN(3000)) * time.Microsecond)
+		clk.Advance(time.Duration(rng.IntN(3000)) * time.Microsecond)
 	case r < 17:
-		clk.Add(time.Duration(rng.Int64N(int64(20*S/time.Microsecond))) * time.Microsecond)
+		clk.Advance(time.Duration(rng.Int64N(int64(20*S/time.Microsecond))) * time.Microsecond)
 	case r < 18:
-		clk.Add(time.Duration(rng.Int64N(int64(3*H/time.Microsecond))) * time.Microsecond)
+		clk.Advance(time.Duration(rng.Int64N(int64(3*H/time.Microsecond))) * time.Microsecond)
 	default:
-		clk.Add(-time.Duration(rng.Int64N(int64(15*S/time.Microsecond))) * time.Microsecond)
+		clk.Advance(-time.Duration(rng.Int64N(int64(15*S/time.Microsecond))) * time.Microsecond)
 	}
 }
 

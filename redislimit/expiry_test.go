@@ -115,12 +115,12 @@ func TestExpiryOnLimiterClock(t *testing.T) {
 		if c.Exists(ctx, key).Val() != 1 {
 			t.Fatal("the key is gone while the limiter's clock is frozen")
 		}
-		clk.Add(9 * time.Millisecond) // not yet full
+		clk.Advance(9 * time.Millisecond) // not yet full
 		l.Value(ctx, "tb", otherKeyOnTag("tb", "k"))
 		if c.Exists(ctx, key).Val() != 1 {
 			t.Fatal("the key is gone before its bucket is full")
 		}
-		clk.Add(2 * time.Millisecond)
+		clk.Advance(2 * time.Millisecond)
 		l.Value(ctx, "tb", otherKeyOnTag("tb", "k"))
 		if c.Exists(ctx, key).Val() != 0 {
 			t.Fatal("the key outlived its bucket's refill")

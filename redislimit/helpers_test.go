@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
 // The Redis tests start their own redis-server processes: one shared
@@ -377,31 +378,8 @@ func openPrefix(tb testing.TB, client redis.UniversalClient, prefix string, opts
 	return l
 }
 
-// fakeClock is a settable clock, safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// newFakeClock returns a settable clock reading t, safe for concurrent use.
+func newFakeClock(t time.Time) *ratelimittest.Clock { return ratelimittest.NewClock(t) }
 
 // t0 is a fixed start for fake clocks.
 var t0 = time.Unix(1_700_000_000, 0)

@@ -25,12 +25,7 @@ func (s *redisStore) readPart(pt *part, rd *reply) {
 		}
 		if pt.atomic {
 			st := rd.byte1()
-			for _, d := range j.dms[pt.lo:pt.hi] {
-				j.readPrior(rd, d.a)
-				if d.b >= 0 {
-					j.readPrior(rd, d.b)
-				}
-			}
+			j.readPriors(rd, pt)
 			if rd.err != nil {
 				return
 			}
@@ -63,6 +58,16 @@ func (s *redisStore) readPart(pt *part, rd *reply) {
 		}
 	case unitReset, unitSettle:
 		pt.status = rd.byte1()
+	}
+}
+
+// readPriors reads the prior states of pt's members' buckets, in order.
+func (j *job) readPriors(rd *reply, pt *part) {
+	for _, d := range j.dms[pt.lo:pt.hi] {
+		j.readPrior(rd, d.a)
+		if d.b >= 0 {
+			j.readPrior(rd, d.b)
+		}
 	}
 }
 

@@ -168,24 +168,21 @@ func (s *redisStore) end(j *job, abandoned bool, err error) (bool, error) {
 // Peek fills c's items' states as stored (or fresh) and sets c.Now to the
 // latest clock reading among the programs that read them.
 func (s *redisStore) Peek(c *actor.Call) {
-	if len(c.Items) == 0 {
-		return
-	}
-	if !s.begin() {
-		failItems(c, actor.ErrClosed)
-		return
-	}
-	j := s.newJob(c)
-	j.planPeek(false)
-	j.run(context.Background(), j.parts)
-	for i := range j.parts {
-		c.Now = max(c.Now, j.parts[i].now)
-	}
-	s.end(j, false, nil)
+	s.runItems(c, func(j *job) { j.planPeek(false) }, func(j *job) {
+		for i := range j.parts {
+			c.Now = max(c.Now, j.parts[i].now)
+		}
+	})
 }
 
 // Reset deletes c's items' buckets.
 func (s *redisStore) Reset(c *actor.Call) {
+	s.runItems(c, func(j *job) { j.planItems(unitReset) }, nil)
+}
+
+// runItems runs one job over c's items, planned by plan; after, if not
+// nil, reads the job's parts before it ends.
+func (s *redisStore) runItems(c *actor.Call, plan, after func(*job)) {
 	if len(c.Items) == 0 {
 		return
 	}
@@ -194,8 +191,11 @@ func (s *redisStore) Reset(c *actor.Call) {
 		return
 	}
 	j := s.newJob(c)
-	j.planItems(unitReset)
+	plan(j)
 	j.run(context.Background(), j.parts)
+	if after != nil {
+		after(j)
+	}
 	s.end(j, false, nil)
 }
 

@@ -200,12 +200,7 @@ func (j *job) fillPairs(pt *part) {
 // readStep reads a phase-one step's reply and replays it.
 func (j *job) readStep(pt *part, rd *reply) {
 	st := rd.byte1()
-	for _, d := range j.dms[pt.lo:pt.hi] {
-		j.readPrior(rd, d.a)
-		if d.b >= 0 {
-			j.readPrior(rd, d.b)
-		}
-	}
+	j.readPriors(rd, pt)
 	if rd.err != nil {
 		return
 	}
