@@ -39,6 +39,19 @@ func (l *Limiter) decideOne(ctx context.Context, r *Request, op actor.Op) (Statu
 	if err != nil {
 		return Status{}, err
 	}
+	if l.alone && d.shards == 1 {
+		// One bucket in memory: decided under its partition's mutex, with
+		// no call, if the partition is idle.
+		mem := actor.Member{Op: op, Count: n, Reserve: r.Reserve, Second: -1, Def: d}
+		var it actor.Item
+		l.setItem(&it, d, r.Key, l.hashKey(d, r.Key), 0)
+		if l.group.DecideAlone(&it, &mem) {
+			if err := l.itemErr(it.Err); err != nil {
+				return Status{}, err
+			}
+			return d.status(&mem), nil
+		}
+	}
 	c := actor.NewCall()
 	c.Atomic = true // a sharded request's two shards are one decision
 	l.addMember(c, d, r.Key, op, n, r.Reserve)

@@ -102,7 +102,13 @@ func (p *Partition) load(m msg, hold bool) error {
 // and may have to store: one a member takes from or credits. Only called
 // when the partition holds its most buckets.
 func (p *Partition) refuses(c *Call, it *Item) bool {
-	if it.member < 0 || c.Members[it.member].Op == OpCheck {
+	return it.member >= 0 && p.refusesOp(it, c.Members[it.member].Op)
+}
+
+// refusesOp reports whether it names a bucket the partition does not hold
+// and a member of op would have to store.
+func (p *Partition) refusesOp(it *Item, op Op) bool {
+	if op == OpCheck {
 		return false
 	}
 	_, ok := p.buckets.get(it.Hash, it.ID)
@@ -161,21 +167,30 @@ func (p *Partition) decideItems(m msg) (wrote bool) {
 	for i := m.lo; i < m.hi; i++ { // one item per member (see Call.Atomic)
 		p.touchItem(m, i+prefetchWindow)
 		it := &c.Items[i]
-		mem := &c.Members[it.member]
-		if p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets && p.refuses(c, it) {
-			it.Err = ErrFull
-			p.counts.Refused++
-			continue
-		}
-		p.loadItem(it)
-		decideMember(c, mem, p.now)
-		p.counts.countMember(mem)
-		if it.Write {
-			p.store(it)
+		if p.decideSingle(it, &c.Members[it.member]) {
 			wrote = true
 		}
 	}
 	return wrote
+}
+
+// decideSingle decides mem, a member of the one bucket it, and stores what
+// it grants; it reports whether it stored anything. A refusal (ErrFull)
+// is set on it.
+func (p *Partition) decideSingle(it *Item, mem *Member) (wrote bool) {
+	if p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets && p.refusesOp(it, mem.Op) {
+		it.Err = ErrFull
+		p.counts.Refused++
+		return false
+	}
+	p.loadItem(it)
+	DecideMember(mem, it, nil, p.now)
+	p.counts.countMember(mem)
+	if it.Write {
+		p.store(it)
+		return true
+	}
+	return false
 }
 
 // commit stores m's Write items and releases m's holds.

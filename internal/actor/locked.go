@@ -28,6 +28,27 @@ func (p *Partition) decideLocked(m msg) {
 	ran = true
 }
 
+// DecideAlone decides mem, a member of the one bucket it, with no Call:
+// under the mutex of it's partition, if that partition is idle (see the
+// top of this file), as a call of that one member would be decided. False
+// means nothing was done (the partition is busy, stopped or keeps a log):
+// send a call instead. it.Err reports a refusal, as in a call.
+func (g *Group) DecideAlone(it *Item, mem *Member) bool {
+	p := g.parts[it.Part]
+	p.mu.Lock()
+	if !p.idleLocked() {
+		p.mu.Unlock()
+		return false
+	}
+	ran := false
+	defer crashUnlessRan(&ran)
+	p.setNow(0)
+	p.decideSingle(it, mem)
+	ran = true
+	p.mu.Unlock()
+	return true
+}
+
 // decideLocked decides an atomic call over several partitions under their
 // mutexes, if every one of them is idle (see the top of this file); false
 // means nothing was done, and the call takes the two-phase path.
