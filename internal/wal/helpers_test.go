@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -218,4 +219,16 @@ func (g *gate) hook(seq uint64) error {
 	}
 	close(entered)
 	return <-release
+}
+
+// extents returns the end of the pages bbolt uses and the file's size.
+func (p *preallocator) extents() (used, size int64, err error) {
+	if err := p.db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil }); err != nil {
+		return 0, 0, err
+	}
+	st, err := os.Stat(p.path)
+	if err != nil {
+		return 0, 0, err
+	}
+	return used, st.Size(), nil
 }

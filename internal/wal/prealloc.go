@@ -65,32 +65,28 @@ type preallocator struct {
 	warned    bool
 	full      int64 // the used size at which the margin stopped the last fill; -1: none
 	wroteLast bool  // the last fill wrote a chunk
+	// used and size are the end of the pages bbolt used and the file's
+	// size as last seen (by a fill, or used by a commit: see saw), so that
+	// due needs no system call; size < 0: unknown.
+	used, size int64
 }
 
 func newPreallocator(path string, db *bolt.DB, step int64, logger *slog.Logger) *preallocator {
-	return &preallocator{path: path, db: db, step: step, pageSize: int64(db.Info().PageSize), logger: logger, stopped: step <= 0, full: -1}
+	return &preallocator{path: path, db: db, step: step, pageSize: int64(db.Info().PageSize), logger: logger, stopped: step <= 0, full: -1, size: -1}
 }
 
-// extents returns the end of the pages bbolt uses and the file's size.
-func (p *preallocator) extents() (used, size int64, err error) {
-	if err := p.db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil }); err != nil {
-		return 0, 0, err
-	}
-	st, err := os.Stat(p.path)
-	if err != nil {
-		return 0, 0, err
-	}
-	return used, st.Size(), nil
-}
+// saw records used, the end of the pages bbolt uses as a commit saw it.
+func (p *preallocator) saw(used int64) { p.used = max(p.used, used) }
 
 // due reports whether less than half a step of zeros is left (and the
-// margin did not stop a fill since the log last grew).
+// margin did not stop a fill since the log last grew), as far as the last
+// fill and commits saw: bbolt's own growth may have left more, which the
+// fill then finds.
 func (p *preallocator) due() bool {
 	if p.stopped {
 		return false
 	}
-	used, size, err := p.extents()
-	return err == nil && size-used < p.step/2 && used != p.full
+	return p.size < 0 || p.size-p.used < p.step/2 && p.used != p.full
 }
 
 // fillChunk extends the file by one chunk towards a step past the used
@@ -136,6 +132,7 @@ func (p *preallocator) chunk(used int64) (done bool) {
 		return true
 	}
 	size := st.Size()
+	p.used, p.size = used, size
 	end := (used + p.step + p.pageSize - 1) / p.pageSize * p.pageSize
 	if size >= end {
 		return true
@@ -158,6 +155,7 @@ func (p *preallocator) chunk(used int64) (done bool) {
 		p.stop(err)
 		return true
 	}
+	p.size = size + n
 	p.wroteLast = true
 	return false
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -221,7 +222,7 @@ func TestPreallocatorGrowsInSteps(t *testing.T) {
 	if p.due() {
 		t.Fatal("due with a whole step left")
 	}
-	// Use most of it.
+	// Use most of it, and tell p, as the log's commits do.
 	if err := db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte("b"))
 		if err != nil {
@@ -230,6 +231,11 @@ func TestPreallocatorGrowsInSteps(t *testing.T) {
 		return b.Put([]byte("k"), bytes.Repeat([]byte("v"), 2600<<10))
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if used, _, err := p.extents(); err != nil {
+		t.Fatal(err)
+	} else {
+		p.saw(used)
 	}
 	if !p.due() {
 		used, size, _ := p.extents()
@@ -280,5 +286,31 @@ func TestPreallocatorKeepsAMargin(t *testing.T) {
 				t.Fatalf("warning logged: %v, want %v; log:\n%s", warned, !c.wantZeros, logs.String())
 			}
 		})
+	}
+}
+
+// A lone caller that commits its own appends (CommitNow) uses up the
+// zeros; once less than half a step is left, the writer is woken to top
+// them up, so the log never runs on a sparse tail for long.
+func TestPreallocateToppedUpAfterCallersCommit(t *testing.T) {
+	const n = 1 << 20
+	path := tempPath(t)
+	l := mustOpen(t, path, Options{Preallocate: n})
+	defer l.Close()
+	start := fileSize(t, path)
+	key := strings.Repeat("k", 4000)
+	for i := 0; fileSize(t, path) == start; i++ {
+		if i == 4000 {
+			t.Fatalf("%d commits of 4 KB, %d bytes used: the file was never topped up past %d", i, usedBytes(t, l), start)
+		}
+		w := make(chanWaiter, 1)
+		l.Append([]Record{{Name: "n", Key: key + strconv.Itoa(i), Value: 1, TS: int64(i)}}, w)
+		l.CommitNow()
+		if err := <-w; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if used := usedBytes(t, l); fileSize(t, path)-used < n/2 {
+		t.Fatalf("topped up to %d with %d used: less than half a step ahead", fileSize(t, path), used)
 	}
 }

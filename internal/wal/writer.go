@@ -159,8 +159,14 @@ func (l *Log) CommitNow() {
 	}
 	l.committing = true
 	l.commitPending()
+	// The writer waits for a signal: it needs one only if there is more
+	// to commit, space to preallocate, or Close waits for it. Waking it
+	// for nothing costs a lone caller a wake-up per grant.
+	wake := !l.pending.empty() || l.closing || l.prealloc.due()
 	l.mu.Unlock()
-	l.signal() // the writer may have more to commit, or space to preallocate
+	if wake {
+		l.signal()
+	}
 }
 
 // settleRounds bounds how many times the writer yields before a commit to
@@ -231,6 +237,7 @@ func (l *Log) commit(b *pendingBatch) error {
 	}
 	l.seq = seq
 	l.pos.Store(seq)
+	_ = l.db.View(func(tx *bolt.Tx) error { l.prealloc.saw(tx.Size()); return nil })
 	l.written.Add(int64(len(b.buf)))
 	l.stats.record(b.count, len(b.buf), time.Since(start))
 	return nil
