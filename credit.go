@@ -77,7 +77,7 @@ func (l *Limiter) creditShards(d *limitDef, key string, count float64) error {
 		}
 		spill := 0.0
 		for i := range c.Members {
-			spill += c.Members[i].Spill
+			spill += c.Members[i].Spill()
 		}
 		empty := len(c.Members) == 0
 		c.Release()

@@ -73,12 +73,16 @@ type Member struct {
 
 	OK         bool
 	RetryAfter int64
-	Left       float64 // tokens left after the decision in its bucket(s), summed
-	UntilFull  int64   // how long those buckets need to refill (their average, for two)
-	// Spill is, for OpCredit, the part of Count the bucket's capacity
-	// refused.
-	Spill float64
+	// Left is the tokens left after the decision in its bucket(s),
+	// summed; for OpCredit, the part of Count the bucket's capacity
+	// refused (see Spill).
+	Left      float64
+	UntilFull int64 // how long those buckets need to refill (their average, for two)
 }
+
+// Spill is, for a decided OpCredit member, the part of its Count the
+// bucket's capacity refused.
+func (m *Member) Spill() float64 { return m.Left }
 
 // Call is one caller's request; see the package doc. Calls are pooled: get
 // them with NewCall and return them with Release.

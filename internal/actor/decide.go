@@ -23,8 +23,8 @@ func DecideMember(m *Member, a, b *Item, now int64) {
 		if m.Op == OpCredit {
 			before := a.Lim.Project(a.State, now).Value
 			a.State, a.Write = a.Lim.Credit(a.State, now, m.Count), true
-			m.OK, m.RetryAfter, m.Left = true, 0, a.State.Value
-			m.Spill = max(0, m.Count-(a.State.Value-before))
+			m.OK, m.RetryAfter = true, 0
+			m.Left = max(0, m.Count-(a.State.Value-before)) // Spill
 			return
 		}
 		d := a.Lim.Take(a.State, now, m.Count, m.Reserve)
