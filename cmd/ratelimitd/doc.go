@@ -1,7 +1,8 @@
 // Command ratelimitd is a rate limit service: a drop-in for
 // envoyproxy/ratelimit (Envoy's gRPC rate limit protocol and its YAML
 // configuration) that decides each request all or nothing and keeps
-// every grant on disk, in an embedded bbolt file, before it answers.
+// every grant on disk, in an embedded bbolt file or on Redis, before it
+// answers.
 //
 // # Basics
 //
@@ -13,6 +14,44 @@
 // transport_api_version V3 and failure_mode_deny: true: ratelimitd fails
 // closed, answering an error when it cannot decide, and Envoy then
 // denies. -data "" keeps buckets in memory only.
+//
+// # Redis
+//
+//	ratelimitd serve -config rules.yaml -redis redis.internal:6379
+//	ratelimitd serve -config rules.yaml -redis 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
+//
+// keeps the buckets on Redis (7.0 or later, or Valkey; package
+// redislimit) instead of a file, so that several replicas share their
+// limits: every ratelimitd on the same servers with the same
+// -redis-prefix (default "ratelimit:") decides as one limiter, each
+// request still all or nothing. One address is a single server (an
+// absolute path is its unix socket); several are Redis Cluster seeds
+// (-redis-cluster makes one address a seed too, for a cluster's
+// configuration endpoint). -redis excludes -data (and -max-buckets):
+// given both, serve exits 2; -data's default is ignored.
+//
+// Credentials come from the environment, REDIS_USERNAME and
+// REDIS_PASSWORD, or from -redis-username and -redis-password-file, so
+// that no password is on the command line. -redis-tls connects over TLS
+// (verified against the system's roots, or -redis-ca's PEM CAs).
+//
+// At start ratelimitd checks every master for appendonly yes,
+// appendfsync always (a grant is on the master's disk before it is
+// answered) and maxmemory-policy noeviction, and refuses to start
+// otherwise. -redis-allow-not-durable and -redis-allow-eviction accept
+// such servers (DANGEROUS: a Redis crash, or an eviction, forgets grants,
+// and the limiter over-admits); -redis-skip-config-check skips the check
+// for managed Redis without CONFIG. Replication to Redis replicas is
+// asynchronous: a failover can lose the last grants. Decisions use the
+// masters' clocks, not the replicas'. Replicas should serve the same
+// configuration: a bucket holds tokens, and each reads it under its own
+// rule (capped at its capacity).
+//
+// A Redis that does not answer fails requests (gRPC Unavailable, HTTP
+// 503), and /healthcheck and gRPC health (which probe every master)
+// report NOT_SERVING until it answers again; nothing has to be
+// restarted. /v1/backup and /v1/salvage need a file: on Redis they answer
+// 409 (back Redis up with its own append-only file).
 //
 // The configuration is envoyproxy/ratelimit's, unchanged (a file, or a
 // directory of files, one domain each), with extensions inside
@@ -79,8 +118,9 @@
 // with every acknowledged grant on disk.
 //
 // When the limiter cannot decide (its file cannot be written, too many
-// keys), requests fail (gRPC Unavailable, HTTP 503) and, once the file has
-// failed, health reports NOT_SERVING until ratelimitd is restarted.
+// keys, Redis does not answer), requests fail (gRPC Unavailable, HTTP
+// 503) and, once the file has failed, health reports NOT_SERVING until
+// ratelimitd is restarted (on Redis, until Redis answers again).
 // -fail-open answers OK instead: dangerous, since nothing is limited then.
 //
 // Bad input is refused with a clear error, gRPC InvalidArgument or HTTP

@@ -5,8 +5,10 @@ go 1.26.0
 require (
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/seed7fbd42b6/ratelimit v0.0.0
 	github.com/seed7fbd42b6/ratelimit/ratelimitprom v0.0.0
+	github.com/seed7fbd42b6/ratelimit/redislimit v0.0.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.48.0
 	google.golang.org/protobuf v1.36.12
@@ -30,8 +32,11 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 )
 
 replace github.com/seed7fbd42b6/ratelimit => ../..
 
 replace github.com/seed7fbd42b6/ratelimit/ratelimitprom => ../../ratelimitprom
+
+replace github.com/seed7fbd42b6/ratelimit/redislimit => ../../redislimit

@@ -87,10 +87,16 @@ descriptors:
 `
 
 // writeConfig writes src as the file name in dir and returns its path.
+// It writes a hidden file and renames it, so that a server watching dir
+// never sees the file half written.
 func writeConfig(t testing.TB, dir, name, src string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -162,8 +168,18 @@ func start(t testing.TB, args ...string) *proc {
 // serving.
 func tryStart(t testing.TB, args ...string) *proc {
 	t.Helper()
+	return tryStartEnv(t, nil, args...)
+}
+
+// tryStartEnv is tryStart with env ("KEY=value") added to the
+// environment.
+func tryStartEnv(t testing.TB, env []string, args ...string) *proc {
+	t.Helper()
 	all := append([]string{"serve", "-log-format", "json", "-grpc-addr", "127.0.0.1:0", "-http-addr", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(binPath, all...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ const usage = `ratelimitd: a rate limit service, a drop-in for envoyproxy/rateli
 request all or nothing and keeping every grant on disk before answering.
 
 Usage:
-  ratelimitd serve -config FILE|DIR [-data FILE] [flags]   serve (ratelimitd serve -h lists the flags)
+  ratelimitd serve -config FILE|DIR [-data FILE | -redis ADDR] [flags]   serve (serve -h lists the flags)
   ratelimitd inspect FILE     summarise a limiter's file: format, snapshot, log, buckets per limit
   ratelimitd verify FILE      check a limiter's file; exit 0 sound, 1 damaged, 2 not checked
   ratelimitd dump FILE        print the stored buckets as JSON lines

@@ -25,6 +25,10 @@ func TestRun(t *testing.T) {
 		{[]string{"serve", "-config", "x", "-response-headers", "ietf"}, 2, "unknown header set"},
 		{[]string{"serve", "-config", "x", "-log-level", "loud"}, 2, "-log-level"},
 		{[]string{"serve", "-config", "/nonexistent/rules.yaml", "-data", ""}, 1, "cannot start"},
+		{[]string{"serve", "-config", "x", "-redis", "127.0.0.1:6379", "-data", "x.db"}, 2, "-redis and -data exclude each other"},
+		{[]string{"serve", "-config", "x", "-redis-tls"}, 2, "-redis-tls needs -redis"},
+		{[]string{"serve", "-config", "x", "-redis", "a:1,,b:2"}, 2, "invalid storage options"},
+		{[]string{"serve", "-h"}, 2, "-redis-password-file"},
 		{[]string{"verify"}, 2, "usage: ratelimitd verify FILE"},
 		{[]string{"salvage", "a"}, 2, "usage: ratelimitd salvage FILE NEW"},
 	}

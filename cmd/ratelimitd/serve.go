@@ -15,7 +15,7 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/server"
 )
 
-const serveUsage = `usage: ratelimitd serve -config FILE|DIR [flags]
+const serveUsage = `usage: ratelimitd serve -config FILE|DIR [-data FILE | -redis ADDR[,ADDR...]] [flags]
 
 Serves Envoy's rate limit service (gRPC envoy.service.ratelimit.v3, with
 grpc.health.v1 and reflection) on -grpc-addr; envoyproxy/ratelimit's /json
@@ -24,11 +24,19 @@ and /healthcheck, /metrics and the native API (/v1/limit, /v1/check,
 actions (/v1/credit, /v1/reset, /v1/backup, /v1/salvage, /v1/reload,
 /v1/config, /debug/pprof/). Every address defaults to loopback.
 
+The buckets live in -data's file (every grant on disk before it is
+answered), in memory (-data ""), or on Redis (-redis): one server, or a
+Redis Cluster given by several seed addresses, shared by every ratelimitd
+on it with the same -redis-prefix, so that replicas share their limits.
+Redis credentials come from $REDIS_USERNAME and $REDIS_PASSWORD (or
+-redis-username and -redis-password-file). Redis must run appendonly yes,
+appendfsync always and maxmemory-policy noeviction (checked at start).
+
 SIGHUP reloads the configuration (so does a change to its files); a bad
 one is refused, logged and counted, and the previous one keeps serving.
 SIGTERM or SIGINT drains: health reports NOT_SERVING, requests go on for
 -drain-delay (a second signal cuts it short), calls in flight finish,
-and the limiter is closed with every acknowledged grant on disk.
+and the limiter is closed with every acknowledged grant stored.
 
 Flags:
 `
@@ -45,8 +53,10 @@ func serve(args []string, stderr io.Writer) int {
 	fs.StringVar(&o.ConfigPath, "config", "", "the rules: a YAML `file`, or a directory of them (one domain each), in envoyproxy/ratelimit's format with ratelimitd's extensions")
 	fs.BoolVar(&o.MergeDomains, "merge-domains", false, "let several files configure one domain (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG)")
 	watch := fs.Duration("watch-interval", server.DefaultWatchInterval, "how often to check the configuration's files for changes; 0 checks only on SIGHUP")
-	fs.StringVar(&o.Storage.Data, "data", "ratelimitd.db", "the limiter's `file` (embedded bbolt; every grant on disk before it is answered); \"\" keeps buckets in memory only")
-	fs.IntVar(&o.Storage.MaxBuckets, "max-buckets", 0, "the most buckets held (new keys are refused beyond it, failing closed); 0 means the library's default, < 0 no bound")
+	fs.StringVar(&o.Storage.Data, "data", "ratelimitd.db", "the limiter's `file` (embedded bbolt; every grant on disk before it is answered); \"\" keeps buckets in memory only; not with -redis, which ignores the default")
+	fs.IntVar(&o.Storage.MaxBuckets, "max-buckets", 0, "the most buckets held (new keys are refused beyond it, failing closed); 0 means the library's default, < 0 no bound; not with -redis")
+	var rf redisFlags
+	rf.register(fs)
 	fs.StringVar(&o.GRPCAddr, "grpc-addr", "127.0.0.1:8081", "gRPC `address` (Envoy's rate limit service, health, reflection); \"\" turns it off")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP `address` (/json, /healthcheck, /metrics, /v1/limit, /v1/check, /v1/value); \"\" turns it off")
 	fs.StringVar(&o.AdminAddr, "admin-addr", "", "admin `address` (/v1/credit, /v1/reset, /v1/backup, /v1/salvage, /v1/reload, /v1/config, /debug/pprof/); off unless set")
@@ -77,9 +87,14 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ratelimitd serve: -config is required (ratelimitd serve -h lists the flags)")
 		return 2
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	logger, err := newLogger(stderr, *logLevel, *logFormat)
 	if err == nil {
 		o.Headers, err = rls.ParseHeaders(*headers)
+	}
+	if err == nil {
+		o.Storage, err = storageOf(o.Storage, &rf, set, os.Getenv)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ratelimitd serve: %v\n", err)
@@ -92,6 +107,12 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	if o.FailOpen {
 		logger.Warn("-fail-open: requests are answered OK when the limiter cannot decide; nothing is limited then")
+	}
+	if rf.allowNotDurable {
+		logger.Warn("-redis-allow-not-durable: grants Redis acknowledged just before it crashed may be forgotten (over-admission)")
+	}
+	if rf.allowEviction {
+		logger.Warn("-redis-allow-eviction: a bucket Redis evicts reads as full (over-admission)")
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)

@@ -35,6 +35,9 @@ func (e *Engine) outcome(ctx context.Context, err error, res *Result) error {
 	c := &e.stats
 	switch {
 	case err == nil:
+		if e.opts.TransientFailures && e.failing.Load() && e.failing.CompareAndSwap(true, false) {
+			e.log.Info("the limiter decides again")
+		}
 		if res.Code == OverLimit {
 			c.denied.Add(1)
 		} else {
@@ -56,9 +59,7 @@ func (e *Engine) outcome(ctx context.Context, err error, res *Result) error {
 	}
 	c.unavailable.Add(1)
 	if errors.Is(err, ratelimit.ErrUnavailable) || errors.Is(err, ratelimit.ErrClosed) {
-		if e.failed.CompareAndSwap(false, true) {
-			e.log.Error("the limiter failed; every request is refused (fail closed) until ratelimitd is restarted", slog.Any("err", err))
-		}
+		e.markFailed(err)
 	}
 	if e.opts.FailOpen {
 		c.failedOpen.Add(1)
@@ -70,6 +71,21 @@ func (e *Engine) outcome(ctx context.Context, err error, res *Result) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}
+
+// markFailed records that the limiter could not decide: for good (the
+// engine is unhealthy from now on), or, with TransientFailures, until a
+// decision succeeds again.
+func (e *Engine) markFailed(err error) {
+	if e.opts.TransientFailures {
+		if e.failing.CompareAndSwap(false, true) {
+			e.log.Error("the limiter cannot decide (its storage does not answer); requests fail (fail closed) until it does", slog.Any("err", err))
+		}
+		return
+	}
+	if e.failed.CompareAndSwap(false, true) {
+		e.log.Error("the limiter failed; every request is refused (fail closed) until ratelimitd is restarted", slog.Any("err", err))
+	}
 }
 
 // part is a descriptor the limiter decides.

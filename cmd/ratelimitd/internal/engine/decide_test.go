@@ -306,6 +306,18 @@ func TestDecideFailsClosed(t *testing.T) {
 	}
 }
 
+// With TransientFailures (Redis), a request the limiter cannot decide
+// still fails closed, but the engine stays healthy: the storage may come
+// back, and the server probes it for health instead.
+func TestDecideTransientFailure(t *testing.T) {
+	f := newFixture(t, rules, Options{TransientFailures: true})
+	f.lim.Close()
+	_, err := f.try(&Request{Domain: "d", Descriptors: []Descriptor{desc(1, "a=x")}})
+	if !errors.Is(err, ErrUnavailable) || !f.e.Healthy() {
+		t.Errorf("err %v healthy %v, want ErrUnavailable, healthy", err, f.e.Healthy())
+	}
+}
+
 func TestDecideContextError(t *testing.T) {
 	f := newFixture(t, rules, Options{})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -23,6 +23,12 @@ type Options struct {
 	// instead of an ErrUnavailable. Dangerous: a broken limiter then
 	// limits nothing.
 	FailOpen bool
+	// TransientFailures says the limiter's storage may fail and recover
+	// (Redis): a request it cannot decide fails as always, but the engine
+	// does not count the limiter as failed for good (Healthy stays true;
+	// the server probes the storage for health instead). The log notes
+	// when the storage starts failing and when it answers again.
+	TransientFailures bool
 	// Logger receives the first request of each unknown domain and
 	// limiter failures; nil discards them.
 	Logger *slog.Logger
@@ -42,6 +48,7 @@ type Engine struct {
 	log     *slog.Logger
 	setMu   sync.Mutex // serialises SetConfig
 	failed  atomic.Bool
+	failing atomic.Bool // TransientFailures: the last decision failed
 	stats   counters
 	unknown unknownDomains
 	over    overrides
@@ -95,7 +102,7 @@ func (e *Engine) SetConfig(cfg *config.Config) error {
 
 // Healthy reports whether the limiter can decide: false once it has
 // failed (a storage error makes it refuse every grant until reopened) or
-// been closed.
+// been closed. With Options.TransientFailures it stays true.
 func (e *Engine) Healthy() bool { return !e.failed.Load() }
 
 // Limits returns the bounds requests are checked against, defaults

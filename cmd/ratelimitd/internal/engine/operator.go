@@ -82,7 +82,7 @@ func (e *Engine) operatorErr(err error) error {
 	case errors.Is(err, ratelimit.ErrInvalidCount), errors.Is(err, ratelimit.ErrInvalidKey):
 		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	case errors.Is(err, ratelimit.ErrUnavailable), errors.Is(err, ratelimit.ErrClosed):
-		e.failed.Store(true)
+		e.markFailed(err)
 	}
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
 }

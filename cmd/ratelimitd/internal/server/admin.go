@@ -69,6 +69,10 @@ func (s *Server) adminAnswer(w http.ResponseWriter, action string, b engine.Buck
 	writeJSON(w, http.StatusOK, bucketOf(b))
 }
 
+// errNoFile: an admin action that needs the limiter's file, on storage
+// without one.
+var errNoFile = errors.New("not available on this storage")
+
 // handleBackup streams a consistent copy of the limiter's file
 // (ratelimit.Limiter.Backup); it opens as a limiter's file holding every
 // grant acknowledged before the backup began. A failure after the first
@@ -81,7 +85,11 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.opts.Storage.hasFile() {
-		writeError(w, http.StatusConflict, errors.New("no file to back up: the limiter keeps its buckets in memory"))
+		where := "in memory"
+		if s.opts.Storage.Redis != nil {
+			where = "on Redis (back Redis up with its own tools: its append-only file)"
+		}
+		writeError(w, http.StatusConflict, fmt.Errorf("%w: no file to back up: the limiter keeps its buckets %s", errNoFile, where))
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -122,6 +130,10 @@ func (s *Server) handleSalvage(w http.ResponseWriter, r *http.Request) {
 		Dst string `json:"dst"`
 	}
 	if !ok || !decodeJSON(w, body, &in) {
+		return
+	}
+	if s.opts.Storage.Redis != nil {
+		writeError(w, http.StatusConflict, fmt.Errorf("%w: salvage reads limiter files; this ratelimitd keeps its buckets on Redis (use ratelimitd salvage FILE NEW on a file)", errNoFile))
 		return
 	}
 	if in.Src == "" || in.Dst == "" {

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -15,27 +17,49 @@ import (
 var healthServices = []string{"", "ratelimit", rlsServiceName}
 
 // healthState is whether the server should receive requests: not once it
-// drains, nor while the limiter cannot decide.
+// drains, nor while the limiter cannot decide (a file or memory limiter
+// that failed, for good; a Redis that does not answer its probe, until it
+// does).
 type healthState struct {
 	eng      *engine.Engine
+	probe    func(context.Context) error // the storage's probe; nil for none
+	log      *slog.Logger
 	grpc     *health.Server
 	draining atomic.Bool
+	probeBad atomic.Bool // the last probe failed
 	mu       sync.Mutex
 	last     int // 0 unknown, 1 serving, 2 not serving
 }
 
-func newHealth(eng *engine.Engine) *healthState {
-	h := &healthState{eng: eng, grpc: health.NewServer()}
+func newHealth(eng *engine.Engine, probe func(context.Context) error, log *slog.Logger) *healthState {
+	h := &healthState{eng: eng, probe: probe, log: log, grpc: health.NewServer()}
 	h.update()
 	return h
 }
 
-// ok reports whether the server is healthy, and publishes it to gRPC
-// health if it changed.
+// ok reports whether the server is healthy (probing the storage, if it
+// has a probe), and publishes it to gRPC health if it changed.
 func (h *healthState) ok() bool {
-	ok := !h.draining.Load() && h.eng.Healthy()
+	ok := !h.draining.Load() && h.eng.Healthy() && h.probeOK()
 	h.publish(ok)
 	return ok
+}
+
+// probeOK probes the storage, logging when the answer changes.
+func (h *healthState) probeOK() bool {
+	if h.probe == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	err := h.probe(ctx)
+	if err != nil && h.probeBad.CompareAndSwap(false, true) {
+		h.log.Error("the storage does not answer; health reports NOT_SERVING", slog.Any("err", err))
+	}
+	if err == nil && h.probeBad.CompareAndSwap(true, false) {
+		h.log.Info("the storage answers again; health reports SERVING")
+	}
+	return err == nil
 }
 
 // update publishes the current state.

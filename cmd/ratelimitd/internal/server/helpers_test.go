@@ -24,7 +24,7 @@ func newTestServer(t *testing.T, src string) (*Server, string) {
 	}
 	t.Cleanup(func() {
 		s.closeListeners()
-		s.eng.Limiter().Close()
+		s.store.close()
 	})
 	return s, path
 }

@@ -85,6 +85,9 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.TLS.ClientCAFile != "" && c.TLS.CertFile == "" {
 		return c, errors.New("client certificates (mTLS) need a server certificate")
 	}
+	if err := c.Storage.Validate(); err != nil {
+		return c, err
+	}
 	if c.WatchInterval == 0 {
 		c.WatchInterval = DefaultWatchInterval
 	}

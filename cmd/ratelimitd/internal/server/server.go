@@ -28,6 +28,7 @@ type Server struct {
 	log      *slog.Logger
 	limits   engine.Limits
 	eng      *engine.Engine
+	store    *store
 	health   *healthState
 	reload   *reloader
 	certs    *certificates
@@ -58,20 +59,21 @@ func New(o Options) (s *Server, err error) {
 			return nil, err
 		}
 	}
-	lim, err := opts.Storage.open(ratelimit.Options{Limits: cfg.LimiterConfigs(), Logger: opts.Logger})
+	st, err := opts.Storage.open(ratelimit.Options{Limits: cfg.LimiterConfigs(), Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("opening the limiter (%s storage): %w", opts.Storage.Kind(), err)
 	}
+	s.store = st
 	defer func() {
 		if err != nil {
 			s.closeListeners()
-			lim.Close()
+			st.close()
 		}
 	}()
-	s.eng = engine.New(lim, cfg, engine.Options{Limits: opts.Limits, UnknownDomainError: opts.UnknownDomainError,
-		FailOpen: opts.FailOpen, Logger: opts.Logger})
+	s.eng = engine.New(st.lim, cfg, engine.Options{Limits: opts.Limits, UnknownDomainError: opts.UnknownDomainError,
+		FailOpen: opts.FailOpen, TransientFailures: st.transient, Logger: opts.Logger})
 	s.limits = s.eng.Limits()
-	s.health = newHealth(s.eng)
+	s.health = newHealth(s.eng, st.probe, opts.Logger)
 	s.reload = &reloader{path: opts.ConfigPath, opts: *copts, eng: s.eng, log: opts.Logger, tls: s.certs}
 	s.reload.initial(fp)
 	s.registry = s.newRegistry()
@@ -161,7 +163,7 @@ func (s *Server) Run(sigs <-chan os.Signal) error {
 	}
 	g, h, a := s.Addrs()
 	s.log.Info("serving", slog.String("grpc", g), slog.String("http", h), slog.String("admin", a),
-		slog.String("storage", s.opts.Storage.Kind()), slog.String("data", s.opts.Storage.Data),
+		slog.String("storage", s.opts.Storage.Kind()), slog.String("data", s.opts.Storage.Data), slog.Any("redis", s.redisAddrs()),
 		slog.String("config", s.opts.ConfigPath), slog.Bool("tls", s.certs != nil), slog.Int("pid", os.Getpid()))
 
 	var poll <-chan time.Time
@@ -240,11 +242,19 @@ func (s *Server) shutdown(sigs <-chan os.Signal, serveErr error) error {
 		}
 	}
 	wg.Wait()
-	err := s.eng.Limiter().Close()
+	err := s.store.close()
 	if err != nil {
 		s.log.Error("closing the limiter", slog.Any("err", err))
 	} else {
 		s.log.Info("stopped; the limiter is closed")
 	}
 	return errors.Join(serveErr, err)
+}
+
+// redisAddrs are the Redis addresses for the log (nil without Redis).
+func (s *Server) redisAddrs() []string {
+	if r := s.opts.Storage.Redis; r != nil {
+		return r.Addrs
+	}
+	return nil
 }
