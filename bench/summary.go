@@ -271,6 +271,11 @@ func (o *outcome) printSummaryRatios(w io.Writer, rows []summaryRow) bool {
 	}
 	line(w, b.String())
 	for i, row := range rows {
+		// Rows with nothing to show (-mode redis: hot, reserve) are left
+		// out too.
+		if !slices.ContainsFunc(cells[i], func(s string) bool { return s != "-" }) {
+			continue
+		}
 		b.Reset()
 		fmt.Fprintf(&b, "%-14s %7d", row.name(), row.callers)
 		for j, c := range shown {
@@ -278,7 +283,25 @@ func (o *outcome) printSummaryRatios(w io.Writer, rows []summaryRow) bool {
 		}
 		line(w, b.String())
 	}
-	fmt.Fprintln(w, "vs: ours over the baseline, decisions/s (naive: grants/s); durable cost: memory over durable; disk limit: share reached")
+	// The legend of the columns shown, on one line.
+	var legend []string
+	has := func(head string) bool {
+		return slices.ContainsFunc(shown, func(c column) bool { return c.head == head })
+	}
+	if slices.ContainsFunc(shown, func(c column) bool { return strings.Contains(c.head, " vs ") }) {
+		vs := "vs: ours over the baseline, decisions/s"
+		if has("durable vs naive") {
+			vs += " (naive: grants/s)"
+		}
+		legend = append(legend, vs)
+	}
+	if has("durable cost") {
+		legend = append(legend, "durable cost: memory over durable")
+	}
+	if has("disk limit") {
+		legend = append(legend, "disk limit: share reached")
+	}
+	fmt.Fprintln(w, strings.Join(legend, "; "))
 	return true
 }
 
