@@ -29,7 +29,7 @@ import (
 // ends; -redis ADDR uses a server of yours instead. Without either, the
 // Redis cells are skipped with a line on stderr.
 
-var redisAddr = flag.String("redis", "", "run the Redis cells (mode redis) on the server at `ADDR` (host:port, appendonly yes, appendfsync always, maxmemory-policy noeviction) instead of starting a redis-server; its data is not flushed, each cell uses keys of its own")
+var redisAddr = flag.String("redis", "", "run the Redis cells (mode redis) on the server at `ADDR` (host:port, appendonly yes, appendfsync always, maxmemory-policy noeviction) instead of starting a redis-server; it is not flushed: each cell uses keys of its own, deleted after it")
 
 // redisPool is the go-redis pool of ours on Redis: the store batches
 // concurrent calls into a few function calls, so it needs few connections
@@ -82,7 +82,7 @@ func redisFor(e *cellEnv) (*redisServer, error) {
 				s.admin.Close()
 				return nil, nil, fmt.Errorf("-redis %s: %w", *redisAddr, err)
 			}
-			e.run.note("bench: Redis cells on %s (-redis; not flushed: each cell uses keys of its own)", s.addr)
+			e.run.note("bench: Redis cells on %s (-redis; not flushed: each cell uses keys of its own, deleted after it)", s.addr)
 			return s, func() { s.admin.Close() }, nil
 		}
 		return startRedis(filepath.Join(e.run.dir, "redis-server"), e.run.note)
@@ -198,6 +198,32 @@ func (s *redisServer) prepare() (string, error) {
 	return fmt.Sprintf("rlbench:%d:%d:", os.Getpid(), s.cells), nil
 }
 
+// release deletes the keys that start with prefix from a server that is
+// not the harness's own (the next cell on the harness's own server flushes
+// them), so that -redis leaves nothing behind.
+func (s *redisServer) release(prefix string) error {
+	if s.owned {
+		return nil
+	}
+	ctx := context.Background()
+	it := s.admin.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var keys []string
+	for it.Next(ctx) {
+		keys = append(keys, it.Val())
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 1000)
+		if err := s.admin.Unlink(ctx, keys[:n]...).Err(); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
 // client returns a go-redis client of the server with a pool of pool
 // connections, all of them dialed (so that no cell pays for dialing).
 func (s *redisServer) client(pool int) (*redis.Client, error) {
@@ -223,6 +249,8 @@ func (s *redisServer) client(pool int) (*redis.Client, error) {
 type oursRedis struct {
 	*ours
 	client *redis.Client
+	server *redisServer
+	prefix string
 }
 
 func openOursRedis(e *cellEnv) (impl, error) {
@@ -243,13 +271,9 @@ func openOursRedis(e *cellEnv) (impl, error) {
 		c.Close()
 		return nil, err
 	}
-	return &oursRedis{ours: &ours{l: l, ctx: context.Background()}, client: c}, nil
+	return &oursRedis{ours: &ours{l: l, ctx: context.Background()}, client: c, server: s, prefix: prefix}, nil
 }
 
 func (o *oursRedis) close() error {
-	err := o.ours.close()
-	if cerr := o.client.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return errors.Join(o.ours.close(), o.client.Close(), o.server.release(o.prefix))
 }

@@ -26,12 +26,16 @@ func init() {
 }
 
 type redisRate struct {
+	server *redisServer
 	client *redis.Client
 	rl     *redis_rate.Limiter
 	prefix string
 	limits map[*limitDef]redis_rate.Limit
 	ctx    context.Context
 }
+
+// redisRatePrefix starts every key redis_rate writes.
+const redisRatePrefix = "rate:"
 
 var errNoReserve = errors.New("redis_rate has no reservations")
 
@@ -55,7 +59,7 @@ func openRedisRate(e *cellEnv) (impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &redisRate{client: c, rl: redis_rate.NewLimiter(c), prefix: prefix, limits: limits, ctx: context.Background()}, nil
+	return &redisRate{server: s, client: c, rl: redis_rate.NewLimiter(c), prefix: prefix, limits: limits, ctx: context.Background()}, nil
 }
 
 func (r *redisRate) allow(d *limitDef, key string) (bool, error) {
@@ -93,4 +97,6 @@ func (r *redisRate) limitMany(w *worker, d *limitDef, keys []string, ok []bool) 
 	}
 }
 
-func (r *redisRate) close() error { return r.client.Close() }
+func (r *redisRate) close() error {
+	return errors.Join(r.client.Close(), r.server.release(redisRatePrefix+r.prefix))
+}
