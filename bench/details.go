@@ -138,7 +138,9 @@ func printCPURatios(w io.Writer, o *outcome) bool {
 			continue
 		}
 		for _, r := range o.results {
-			if r.Impl != "ours" || r.Mode == "memory" || r.Scenario != row.sc.name || r.Callers != row.callers || r.Variant != row.variant {
+			// A remote cell's CPU is this process's only, not its
+			// server's: no match for memory mode's.
+			if r.Impl != "ours" || r.Mode == "memory" || remoteMode(r.Mode) || r.Scenario != row.sc.name || r.Callers != row.callers || r.Variant != row.variant {
 				continue
 			}
 			if n == 0 {

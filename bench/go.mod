@@ -4,7 +4,10 @@ go 1.26.0
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/seed7fbd42b6/ratelimit v0.0.0
+	github.com/seed7fbd42b6/ratelimit/redislimit v0.0.0
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/time v0.12.0
 	gonum.org/v1/plot v0.17.0
@@ -17,9 +20,12 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )
 
 replace github.com/seed7fbd42b6/ratelimit => ../
+
+replace github.com/seed7fbd42b6/ratelimit/redislimit => ../redislimit

@@ -72,7 +72,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*config, error) {
 	fs.BoolVar(&c.verbose, "v", false, "after the summary, print every cell, the ratios, every target, CPU and group-commit figures")
 	fs.StringVar(&c.jsonPath, "json", "", "also write every figure as JSON to `FILE`")
 	fs.StringVar(&c.chartPath, "chart", "", "draw decisions/s against callers to `FILE` (.png or .svg)")
-	fs.IntVar(&c.sample, "sample", 16, fmt.Sprintf("time every Nth call per worker (a clock read costs about as much as a baseline decision); cells outside memory mode with at most %d callers, slow implementations and limitmany time every call", ioBoundCallers))
+	fs.IntVar(&c.sample, "sample", 16, fmt.Sprintf("time every Nth call per worker (a clock read costs about as much as a baseline decision); cells outside memory mode with at most %d callers, Redis cells, slow implementations and limitmany time every call", ioBoundCallers))
 	fs.IntVar(&c.runs, "runs", 1, "measure every cell this many times (round-robin within its scenario and caller count) and report medians")
 	fs.IntVar(&c.batch, "batch", 64, "requests per LimitMany call")
 	fs.IntVar(&c.partitions, "partitions", 0, "Options.Partitions of our limiter (0: library default)")
@@ -149,7 +149,7 @@ every cell; -json and -chart write every figure.
 Implementations:
 `)
 	for _, im := range ordered() {
-		fmt.Fprintf(out, "  %-15s %s\n", im.label(), im.about)
+		fmt.Fprintf(out, "  %-16s %s\n", im.label(), im.about)
 	}
 	fmt.Fprint(out, "\nScenarios (each at every -callers count):\n")
 	for _, e := range scenarioRegistry {
@@ -200,6 +200,8 @@ func run(cfg *config, stdout, stderr io.Writer) int {
 		}
 	}()
 	prog := newProgress(stderr)
+	renv := &runEnv{dir: tmp, note: prog.note}
+	defer renv.close() // before the directory is removed
 	prog.update("building %s keys and the key stream", fmtCount(cfg.nkeys))
 	if cfg.wl == nil {
 		cfg.wl = buildWorkload(cfg.nkeys, cfg.zipfS, cfg.zipfV, streamLen, cfg.seed)
@@ -207,7 +209,7 @@ func run(cfg *config, stdout, stderr io.Writer) int {
 	o := &outcome{
 		cfg:       cfg,
 		scenarios: selectScenarios(buildScenarios(cfg), cfg.scenarios),
-		impls:     selectImpls(cfg.modes, cfg.baselines),
+		impls:     runnable(selectImpls(cfg.modes, cfg.baselines), prog.note),
 	}
 
 	if cfg.cpuProfile != "" {
@@ -223,7 +225,7 @@ func run(cfg *config, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	cells := plan(cfg, o.scenarios, o.impls, tmp)
+	cells := plan(cfg, o.scenarios, o.impls, renv)
 	o.measure(cells, prog, started)
 
 	var baselines []*implementation
@@ -322,11 +324,32 @@ func (o *outcome) measure(cells []*cell, prog *progress, started time.Time) {
 	prog.clear()
 }
 
+// runnable returns the implementations of impls that can run, and notes,
+// once each, the reasons the others give (see implementation.skip).
+func runnable(impls []*implementation, note func(format string, args ...any)) []*implementation {
+	var out []*implementation
+	var noted []string
+	for _, im := range impls {
+		why := ""
+		if im.skip != nil {
+			why = im.skip()
+		}
+		if why == "" {
+			out = append(out, im)
+		} else if !slices.Contains(noted, why) {
+			noted = append(noted, why)
+			note("%s", why)
+		}
+	}
+	return out
+}
+
 // plan lists the cells in run order: by scenario, then caller count, then
 // implementation (ours first) and variant, so that every ratio compares
 // cells measured seconds apart. Each cell's files go to a directory of its
-// own under tmp, removed when the cell closes.
-func plan(cfg *config, scs []*scenario, impls []*implementation, tmp string) []*cell {
+// own under renv.dir, removed when the cell closes.
+func plan(cfg *config, scs []*scenario, impls []*implementation, renv *runEnv) []*cell {
+	tmp := renv.dir
 	var cells []*cell
 	for _, sc := range scs {
 		defs := sc.defs()
@@ -353,7 +376,7 @@ func plan(cfg *config, scs []*scenario, impls []*implementation, tmp string) []*
 						if err := os.MkdirAll(dir, 0o700); err != nil {
 							return nil, err
 						}
-						x, err := im.open(&cellEnv{cfg: cfg, defs: defs, dir: dir})
+						x, err := im.open(&cellEnv{cfg: cfg, defs: defs, dir: dir, callers: n, run: renv})
 						if err != nil {
 							os.RemoveAll(dir)
 							return nil, err
@@ -451,12 +474,13 @@ const ioBoundCallers = 16
 
 // sampleEvery is how many calls per worker of cell (sc, im, callers) time
 // one: every call where calls are few (limitmany, slow implementations) or
-// the processors wait on storage (outside memory mode at ioBoundCallers or
-// fewer), so there are enough samples for a p99 and timing costs no
-// throughput; otherwise -sample, the same share for every implementation,
-// so that timing costs them alike.
+// the processors wait on storage or the network (outside memory mode at
+// ioBoundCallers or fewer; remote implementations at any count), so there
+// are enough samples for a p99 and timing costs no throughput; otherwise
+// -sample, the same share for every implementation, so that timing costs
+// them alike.
 func sampleEvery(cfg *config, im *implementation, sc *scenario, callers int) int {
-	if sc.batch || im.slow || (im.mode != "memory" && callers <= ioBoundCallers) {
+	if sc.batch || im.slow || im.remote || (im.mode != "memory" && callers <= ioBoundCallers) {
 		return 1
 	}
 	return cfg.sample

@@ -55,13 +55,19 @@ func (d *limitDef) config() ratelimit.Config {
 	}
 }
 
+// ourLimits is Options.Limits for every limit in defs.
+func ourLimits(defs []*limitDef) map[string]ratelimit.Config {
+	m := make(map[string]ratelimit.Config, len(defs))
+	for _, d := range defs {
+		m[d.name] = d.config()
+	}
+	return m
+}
+
 // openOurs opens the library with opts (the harness's settings) and
 // every limit in defs; opts.Path "" is memory mode.
 func openOurs(opts ratelimit.Options, defs []*limitDef) (impl, error) {
-	opts.Limits = make(map[string]ratelimit.Config, len(defs))
-	for _, d := range defs {
-		opts.Limits[d.name] = d.config()
-	}
+	opts.Limits = ourLimits(defs)
 	l, err := ratelimit.Open(opts)
 	if err != nil {
 		return nil, err

@@ -65,13 +65,85 @@ type implementation struct {
 	// slow marks an implementation that takes milliseconds a decision:
 	// its cells last -naive-d and time every call.
 	slow bool
+	// remote marks an implementation whose state lives on a server it
+	// reaches over the network (mode "redis"): its cells time every call,
+	// are compared only with cells of their own mode, and the summary
+	// shows them in a table of their own.
+	remote bool
+	// skip, if set, says why the implementation cannot run at all in this
+	// run (no server to run on, say), or "": its cells are left out and
+	// the reason printed on stderr, once for every implementation that
+	// gives the same one.
+	skip func() string
 }
 
 // cellEnv is what an implementation is opened with, once per cell.
 type cellEnv struct {
-	cfg  *config
-	defs []*limitDef // every limit the scenario uses
-	dir  string      // an empty directory for the cell's files, removed after close
+	cfg     *config
+	defs    []*limitDef // every limit the scenario uses
+	dir     string      // an empty directory for the cell's files, removed after close
+	callers int         // the cell's concurrent callers
+	run     *runEnv
+}
+
+// runEnv is what the cells of one run share: a temporary directory and
+// the resources implementations start once per run (a server), each
+// stopped when the run ends.
+type runEnv struct {
+	dir   string                           // removed at the end of the run
+	note  func(format string, args ...any) // a line on stderr
+	res   map[string]*runResource
+	stops []func()
+}
+
+type runResource struct {
+	v   any
+	err error
+}
+
+// resource returns the run's resource named name, starting it with start
+// on first use; start's stop function runs when the run ends. A start that
+// failed is not retried: every later call gets its error.
+func (r *runEnv) resource(name string, start func() (v any, stop func(), err error)) (any, error) {
+	if x, ok := r.res[name]; ok {
+		return x.v, x.err
+	}
+	v, stop, err := start()
+	if r.res == nil {
+		r.res = map[string]*runResource{}
+	}
+	r.res[name] = &runResource{v, err}
+	if stop != nil {
+		r.stops = append(r.stops, stop)
+	}
+	return v, err
+}
+
+// close stops the run's resources, the last started first.
+func (r *runEnv) close() {
+	for i := len(r.stops) - 1; i >= 0; i-- {
+		r.stops[i]()
+	}
+	r.stops, r.res = nil, nil
+}
+
+// comparable reports whether cells in modes a and b are compared (ours'
+// against a baseline): in the same mode always; across modes only between
+// implementations in this process (memory and durable), so a limiter on a
+// server is compared with a baseline on the same server, never with an
+// in-memory map.
+func comparable(a, b string) bool {
+	return a == b || (!remoteMode(a) && !remoteMode(b))
+}
+
+// remoteMode reports whether mode is a registered remote implementation's.
+func remoteMode(mode string) bool {
+	for _, im := range registry {
+		if im.mode == mode && im.remote {
+			return true
+		}
+	}
+	return false
 }
 
 func (im *implementation) ours() bool { return im.name == "ours" }

@@ -12,7 +12,7 @@ func TestRegistryOrderAndSelection(t *testing.T) {
 	for _, im := range ordered() {
 		labels = append(labels, im.label())
 	}
-	want := []string{"ours/memory", "ours/durable", "striped/memory", "mutex/memory", "naive/durable"}
+	want := []string{"ours/memory", "ours/durable", "ours/redis", "striped/memory", "mutex/memory", "naive/durable", "redis_rate/redis"}
 	if !slices.Equal(labels, want) {
 		t.Errorf("order %v, want %v", labels, want)
 	}

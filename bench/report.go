@@ -314,8 +314,8 @@ func ratioIn(a, b *result, f func(*result) float64) float64 {
 	return median(runRatios(a, b, f))
 }
 
-// computeRatios fills Ratios of every ours cell against each baseline cell
-// of the same scenario and callers, and, for cells of ours outside memory
+// computeRatios fills Ratios of every ours cell against each comparable
+// baseline cell (see comparable) of the same scenario and callers, and, for cells of ours outside memory
 // mode, against ours in memory mode in the same variant ("memory").
 func computeRatios(rs []*result, baselines []*implementation) {
 	for _, r := range rs {
@@ -324,6 +324,9 @@ func computeRatios(rs []*result, baselines []*implementation) {
 		}
 		r.Ratios = map[string]ratio{}
 		for _, b := range baselines {
+			if !comparable(r.Mode, b.mode) {
+				continue
+			}
 			if base := find(rs, r.Scenario, r.Callers, b.name, b.mode, ""); base != nil {
 				r.Ratios[b.name] = ratioOf(r, base)
 			}

@@ -82,6 +82,7 @@ func TestSampleEveryTimesEveryCallWhereCallsAreFewOrIOBound(t *testing.T) {
 	mem := &implementation{name: "ours", mode: "memory"}
 	dur := &implementation{name: "ours", mode: "durable"}
 	slow := &implementation{name: "naive", mode: "durable", slow: true}
+	remote := &implementation{name: "ours", mode: "redis", remote: true}
 	keys, many := &scenario{name: "keys"}, &scenario{name: "limitmany", batch: true}
 	for _, c := range []struct {
 		im      *implementation
@@ -91,7 +92,7 @@ func TestSampleEveryTimesEveryCallWhereCallsAreFewOrIOBound(t *testing.T) {
 	}{
 		{mem, keys, 1, 16}, {mem, keys, 1024, 16}, {mem, many, 1024, 1},
 		{dur, keys, 1, 1}, {dur, keys, 16, 1}, {dur, keys, 17, 16}, {dur, keys, 1024, 16},
-		{slow, keys, 1024, 1},
+		{slow, keys, 1024, 1}, {remote, keys, 1024, 1},
 	} {
 		if got := sampleEvery(cfg, c.im, c.sc, c.callers); got != c.want {
 			t.Errorf("sampleEvery(%s, %s, %d callers) = %d, want %d", c.im.label(), c.sc.name, c.callers, got, c.want)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -24,6 +25,7 @@ var summaryRatios = []struct{ head, metric, of, over string }{
 	{"memory vs striped", "decisions/s", "ours/memory", "striped/memory"},
 	{"durable vs naive", "grants/s", "ours/durable", "naive/durable"},
 	{"durable cost", "decisions/s", "ours/memory", "ours/durable"},
+	{"redis vs redis_rate", "decisions/s", "ours/redis", "redis_rate/redis"},
 }
 
 // diskLimitColumn is the implementation whose cells' fraction of the disk
@@ -33,7 +35,7 @@ const diskLimitColumn = "ours/durable"
 // Most lines the summary spends on missed targets and on correctness
 // failures; -v and stderr list all of them.
 const (
-	summaryMissedLines  = 3
+	summaryMissedLines  = 2
 	summaryFailureLines = 2
 )
 
@@ -104,31 +106,12 @@ func printSummary(w io.Writer, o *outcome) {
 	if o.cfg.runs > 1 {
 		runs = fmt.Sprintf("medians of %d runs", o.cfg.runs)
 	}
-	fmt.Fprintf(w, "ratelimit bench: %d cells, %s of %v each, GOMAXPROCS %d\n",
+	fmt.Fprintf(w, "ratelimit bench: %d cells, %s of %v each, GOMAXPROCS %d. Cells: decisions/s, p99 of one call.\n",
 		len(o.results), runs, o.cfg.dur, runtime.GOMAXPROCS(0))
-	fmt.Fprintln(w, "Per implementation: decisions/s and p99 latency of one call, at each scenario's headline caller count.")
 
 	rows := o.summaryRows()
-	const cellWidth = 16
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-14s %7s", "scenario", "callers")
-	for _, im := range o.impls {
-		fmt.Fprintf(&b, "  %-*s", cellWidth, im.label())
-	}
-	line(w, b.String())
-	for _, row := range rows {
-		b.Reset()
-		fmt.Fprintf(&b, "%-14s %7d", row.name(), row.callers)
-		for _, im := range o.impls {
-			s := ""
-			if r := o.cell(row, im); r != nil {
-				s = fmt.Sprintf("%-7s %s", fmtRate(r.DecisionsPerSec), fmtDur(r.P99))
-			} else if im.variants || row.first {
-				s = "-"
-			}
-			fmt.Fprintf(&b, "  %-*s", cellWidth, s)
-		}
-		line(w, b.String())
+	for _, g := range summaryGroups(o.impls) {
+		o.printCellTable(w, rows, g)
 	}
 	fmt.Fprintln(w)
 	if o.printSummaryRatios(w, rows) {
@@ -166,6 +149,71 @@ func printSummary(w io.Writer, o *outcome) {
 	} else {
 		fmt.Fprintln(w, "Details: -v (every cell, CPU, group commit, targets), -json FILE, -chart FILE.png|.svg; bench/README.md.")
 	}
+}
+
+// summaryGroups splits impls, in table order, into the summary's tables of
+// cells: the implementations in this process, then those of each remote
+// mode (a table's columns are compared with each other only).
+func summaryGroups(impls []*implementation) [][]*implementation {
+	var local []*implementation
+	var modes []string
+	remote := map[string][]*implementation{}
+	for _, im := range impls {
+		if !im.remote {
+			local = append(local, im)
+			continue
+		}
+		if !slices.Contains(modes, im.mode) {
+			modes = append(modes, im.mode)
+		}
+		remote[im.mode] = append(remote[im.mode], im)
+	}
+	var groups [][]*implementation
+	if len(local) > 0 {
+		groups = append(groups, local)
+	}
+	for _, m := range modes {
+		groups = append(groups, remote[m])
+	}
+	return groups
+}
+
+// printCellTable writes one table of the summary: a column per
+// implementation of impls, a row per row of rows in which one of them ran,
+// each cell its decisions/s and p99.
+func (o *outcome) printCellTable(w io.Writer, rows []summaryRow, impls []*implementation) {
+	const cellWidth = 16
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-14s %7s", "scenario", "callers")
+	for _, im := range impls {
+		fmt.Fprintf(&b, "  %-*s", cellWidth, im.label())
+	}
+	line(w, b.String())
+	for _, row := range rows {
+		if !slices.ContainsFunc(impls, func(im *implementation) bool { return o.ran(row, im) }) {
+			continue
+		}
+		b.Reset()
+		fmt.Fprintf(&b, "%-14s %7d", row.name(), row.callers)
+		for _, im := range impls {
+			s := ""
+			if r := o.cell(row, im); r != nil {
+				s = fmt.Sprintf("%-7s %s", fmtRate(r.DecisionsPerSec), fmtDur(r.P99))
+			} else if im.variants || row.first {
+				s = "-"
+			}
+			fmt.Fprintf(&b, "  %-*s", cellWidth, s)
+		}
+		line(w, b.String())
+	}
+}
+
+// ran reports whether im ran in row's scenario (any variant): a row is
+// shown, in a table, if one of the table's implementations ran it.
+func (o *outcome) ran(row summaryRow, im *implementation) bool {
+	return slices.ContainsFunc(o.results, func(r *result) bool {
+		return r.Scenario == row.sc.name && r.Impl == im.name && r.Mode == im.mode
+	})
 }
 
 // printSummaryRatios writes the ratio columns of summaryRatios, and the
@@ -223,6 +271,11 @@ func (o *outcome) printSummaryRatios(w io.Writer, rows []summaryRow) bool {
 	}
 	line(w, b.String())
 	for i, row := range rows {
+		// Rows with nothing to show (-mode redis: hot, reserve) are left
+		// out too.
+		if !slices.ContainsFunc(cells[i], func(s string) bool { return s != "-" }) {
+			continue
+		}
 		b.Reset()
 		fmt.Fprintf(&b, "%-14s %7d", row.name(), row.callers)
 		for j, c := range shown {
@@ -230,8 +283,25 @@ func (o *outcome) printSummaryRatios(w io.Writer, rows []summaryRow) bool {
 		}
 		line(w, b.String())
 	}
-	fmt.Fprintln(w, "vs: ours' decisions/s over the baseline's; durable vs naive in grants/s (a denial needs no commit).")
-	fmt.Fprintln(w, "durable cost: memory over durable decisions/s. disk limit: share reached of callers / (commit + CPU).")
+	// The legend of the columns shown, on one line.
+	var legend []string
+	has := func(head string) bool {
+		return slices.ContainsFunc(shown, func(c column) bool { return c.head == head })
+	}
+	if slices.ContainsFunc(shown, func(c column) bool { return strings.Contains(c.head, " vs ") }) {
+		vs := "vs: ours over the baseline, decisions/s"
+		if has("durable vs naive") {
+			vs += " (naive: grants/s)"
+		}
+		legend = append(legend, vs)
+	}
+	if has("durable cost") {
+		legend = append(legend, "durable cost: memory over durable")
+	}
+	if has("disk limit") {
+		legend = append(legend, "disk limit: share reached")
+	}
+	fmt.Fprintln(w, strings.Join(legend, "; "))
 	return true
 }
 

@@ -15,6 +15,9 @@ func hbOutcome(t *testing.T) *outcome {
 	o := &outcome{cfg: cfg, scenarios: buildScenarios(cfg), impls: selectImpls(modeNames(), baselineNames())}
 	for _, sc := range o.scenarios {
 		for _, im := range o.impls {
+			if im.runs != nil && !im.runs(sc) {
+				continue
+			}
 			vs := []string{""}
 			if im.variants {
 				vs = nil

@@ -53,6 +53,12 @@ var targets = []target{
 	{"durable vs naive", "keys", 256, "grants/s", "ours/durable", "naive/durable", ">=", 100},
 	{"durable vs naive", "keys", 1024, "grants/s", "ours/durable", "naive/durable", ">=", 100},
 	{"durable p99", "keys", 256, "p99", "ours/durable", "", "<", 5e6},
+	// On Redis (appendfsync always), against go-redis/redis_rate on the
+	// same server with a connection per caller: concurrent calls share
+	// function calls, and a batch is one.
+	{"Redis vs redis_rate", "keys", 256, "decisions/s", "ours/redis", "redis_rate/redis", ">=", 5},
+	{"Redis p99 vs redis_rate", "keys", 256, "p99", "ours/redis", "redis_rate/redis", "<", 1},
+	{"Redis LimitMany vs redis_rate", "limitmany", 256, "decisions/s", "ours/redis", "redis_rate/redis", ">=", 20},
 }
 
 // Statuses of a target.

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/redislimit"
+)
+
+// The Redis cells: this library on Redis (package redislimit) against
+// go-redis/redis_rate (redisrate.go), on the same server and the same keys.
+// The harness starts one redis-server per run, on loopback TCP with the
+// durability the store requires (appendonly yes, appendfsync always), in a
+// directory of the run's temporary directory, and stops it when the run
+// ends; -redis ADDR uses a server of yours instead. Without either, the
+// Redis cells are skipped with a line on stderr.
+
+var redisAddr = flag.String("redis", "", "run the Redis cells (mode redis) on the server at `ADDR` (host:port, appendonly yes, appendfsync always, maxmemory-policy noeviction) instead of starting a redis-server; it is not flushed: each cell uses keys of its own, deleted after it")
+
+// redisPool is the go-redis pool of ours on Redis: the store batches
+// concurrent calls into a few function calls, so it needs few connections
+// (the same size as redislimit's own benchmarks).
+const redisPool = 64
+
+func init() {
+	register(&implementation{
+		name: "ours", mode: "redis", remote: true,
+		about: "this library on Redis (redislimit.Open; go-redis pool of 64), on a redis-server with appendfsync always",
+		open:  openOursRedis,
+		runs:  redisRuns,
+		skip:  redisSkip,
+	})
+}
+
+// redisRuns is the scenarios of the Redis cells: Limit on Zipf keys,
+// LimitAll and LimitMany (redis_rate has no reservations, and a hot key
+// would measure a single Redis key's serial rate).
+func redisRuns(sc *scenario) bool {
+	return slices.Contains([]string{"keys", "limitall", "limitmany"}, sc.name)
+}
+
+// redisSkip leaves the Redis cells out when there is no server to run
+// them on.
+func redisSkip() string {
+	if *redisAddr != "" {
+		return ""
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return "bench: Redis cells skipped: redis-server is not on the PATH (apt-get install redis-server, or -redis ADDR)"
+	}
+	return ""
+}
+
+// redisServer is the run's Redis: one the harness started, or -redis's.
+type redisServer struct {
+	addr  string
+	owned bool          // started by the harness: flushed before every cell
+	admin *redis.Client // FLUSHALL
+	cells int           // cells opened so far, for key prefixes
+}
+
+// redisFor returns the run's server, starting it on first use.
+func redisFor(e *cellEnv) (*redisServer, error) {
+	v, err := e.run.resource("redis", func() (any, func(), error) {
+		if *redisAddr != "" {
+			s := &redisServer{addr: *redisAddr, admin: redis.NewClient(&redis.Options{Addr: *redisAddr})}
+			if err := s.admin.Ping(context.Background()).Err(); err != nil {
+				s.admin.Close()
+				return nil, nil, fmt.Errorf("-redis %s: %w", *redisAddr, err)
+			}
+			e.run.note("bench: Redis cells on %s (-redis; not flushed: each cell uses keys of its own, deleted after it)", s.addr)
+			return s, func() { s.admin.Close() }, nil
+		}
+		return startRedis(filepath.Join(e.run.dir, "redis-server"), e.run.note)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*redisServer), nil
+}
+
+// startRedis starts a redis-server on 127.0.0.1 at a free port, with its
+// files in dir, and returns it with the function that stops it and
+// removes dir.
+func startRedis(dir string, note func(string, ...any)) (*redisServer, func(), error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	var lastErr error
+	for range 3 { // another process may take the free port first
+		port, err := freePort()
+		if err != nil {
+			return nil, nil, err
+		}
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+			"--appendonly", "yes", "--appendfsync", "always", "--save", "", "--maxmemory-policy", "noeviction",
+			"--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log"))
+		cmd.SysProcAttr = serverProcAttr()
+		if err := cmd.Start(); err != nil {
+			return nil, nil, err
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), owned: true}
+		s.admin = redis.NewClient(&redis.Options{Addr: s.addr})
+		stop := func() {
+			s.admin.Close()
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+			}
+			os.RemoveAll(dir)
+		}
+		if err := waitRedis(s.admin, exited); err != nil {
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			lastErr = fmt.Errorf("%v\n%s", err, log)
+			stop()
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		version := ""
+		if info, err := s.admin.InfoMap(context.Background(), "server").Result(); err == nil {
+			version = " " + info["Server"]["redis_version"]
+		}
+		note("bench: started redis-server%s on %s (appendonly yes, appendfsync always, save \"\") in %s, removed at exit",
+			version, s.addr, dir)
+		return s, stop, nil
+	}
+	os.RemoveAll(dir)
+	return nil, nil, fmt.Errorf("redis-server did not start: %v", lastErr)
+}
+
+// waitRedis waits until the server answers, exits, or 10 s have passed.
+func waitRedis(c *redis.Client, exited <-chan struct{}) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return errors.New("redis-server exited")
+		default:
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// prepare readies the server for a new cell and returns the cell's key
+// prefix: every cell starts from empty state, the harness's own server
+// flushed, and on any server under keys no earlier cell used.
+func (s *redisServer) prepare() (string, error) {
+	s.cells++
+	if s.owned {
+		if err := s.admin.FlushAll(context.Background()).Err(); err != nil {
+			return "", fmt.Errorf("FLUSHALL: %w", err)
+		}
+	}
+	return fmt.Sprintf("rlbench:%d:%d:", os.Getpid(), s.cells), nil
+}
+
+// release deletes the keys that start with prefix from a server that is
+// not the harness's own (the next cell on the harness's own server flushes
+// them), so that -redis leaves nothing behind.
+func (s *redisServer) release(prefix string) error {
+	if s.owned {
+		return nil
+	}
+	ctx := context.Background()
+	it := s.admin.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var keys []string
+	for it.Next(ctx) {
+		keys = append(keys, it.Val())
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 1000)
+		if err := s.admin.Unlink(ctx, keys[:n]...).Err(); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
+// client returns a go-redis client of the server with a pool of pool
+// connections, all of them dialed (so that no cell pays for dialing).
+func (s *redisServer) client(pool int) (*redis.Client, error) {
+	c := redis.NewClient(&redis.Options{Addr: s.addr, PoolSize: pool, ReadTimeout: 10 * time.Second})
+	var wg sync.WaitGroup
+	errs := make([]error, pool)
+	for i := range pool {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.Ping(context.Background()).Err()
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// oursRedis is ours on Redis, with its client to close after it.
+type oursRedis struct {
+	*ours
+	client *redis.Client
+	server *redisServer
+	prefix string
+}
+
+func openOursRedis(e *cellEnv) (impl, error) {
+	s, err := redisFor(e)
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := s.prepare()
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.client(redisPool)
+	if err != nil {
+		return nil, err
+	}
+	l, err := redislimit.Open(c, ratelimit.Options{Limits: ourLimits(e.defs)}, redislimit.KeyPrefix(prefix))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &oursRedis{ours: &ours{l: l, ctx: context.Background()}, client: c, server: s, prefix: prefix}, nil
+}
+
+func (o *oursRedis) close() error {
+	return errors.Join(o.ours.close(), o.client.Close(), o.server.release(o.prefix))
+}
