@@ -63,7 +63,7 @@ func addServiceFlags(fs *flag.FlagSet, s *serviceConfig) {
 	fs.BoolVar(&s.on, "service", false, "measure ratelimitd (cmd/ratelimitd) over gRPC instead of the library: built with go build, started with the embedded file (durable) and in memory, driven with ShouldRateLimit at each -callers count (-runs, -mode, -v and -json apply)")
 	fs.StringVar(&s.addr, "service-addr", "", "with -service, also drive the Envoy rate limit service (gRPC) already running at `host:port`, configured with the rule -v prints, round-robin with ratelimitd's durable runs")
 	fs.StringVar(&s.label, "service-label", "external", "the name of -service-addr in the results (e.g. envoyproxy/ratelimit)")
-	fs.StringVar(&s.ref, "service-ref", "", "with -service and no -service-addr, judge the reference target against these figures of the reference service at 256 callers, measured elsewhere: `decisions/s,p99` (e.g. 6816,135ms)")
+	fs.StringVar(&s.ref, "service-ref", "", "with -service and no -service-addr, judge the targets against these `decisions/s,p99` of the reference service at 256 callers, measured elsewhere (e.g. 6816,135ms)")
 	fs.StringVar(&s.bin, "service-bin", "", "with -service, run this ratelimitd `binary` instead of building one")
 	fs.DurationVar(&s.dur, "service-d", 5*time.Second, "with -service, the measured duration of each run of each caller count")
 	fs.DurationVar(&s.warmup, "service-warmup", time.Second, "with -service, the unmeasured load before each measured run")
@@ -255,7 +255,11 @@ func runService(cfg *config, stdout, stderr io.Writer) int {
 							of = fmt.Sprintf(", run %d/%d", r+1, cfg.runs)
 						}
 						prog.update("[%d/%d %3.0fs] %s, %d callers%s", done, total, time.Since(started).Seconds(), t.label, n, of)
-						run := lg[i].run(ctx, n, sc.warmup, sc.dur, cfg.seed+uint64(r)*1000003+uint64(n))
+						pid := 0
+						if t == ph.ours {
+							pid = proc.cmd.Process.Pid
+						}
+						run := lg[i].run(ctx, n, sc.warmup, sc.dur, cfg.seed+uint64(r)*1000003+uint64(n), pid)
 						if ctx.Err() != nil {
 							return 130
 						}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +16,8 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/cputime"
 )
 
 // serviceValues are the descriptor values the load draws from: "k0" ..
@@ -92,6 +96,12 @@ type serviceRun struct {
 	DecisionsPerSec float64 `json:"decisions_per_sec"`
 	P50             float64 `json:"p50_ns"`
 	P99             float64 `json:"p99_ns"`
+	// HarnessCores is the CPU time (user + system) this process, the load
+	// generator, spent per second of the measured time; ServiceCores the
+	// same of ratelimitd's process (0 for an external service, or where
+	// /proc is not there to read).
+	HarnessCores float64 `json:"harness_cores"`
+	ServiceCores float64 `json:"service_cores,omitempty"`
 }
 
 // run drives the service with n callers, each one call at a time with a
@@ -99,7 +109,8 @@ type serviceRun struct {
 // measured. Decisions are the OK and OVER_LIMIT answers of the measured
 // time; the latencies are of every call completed in it, failed ones
 // included.
-func (lc *loadClient) run(ctx context.Context, n int, warmup, dur time.Duration, seed uint64) serviceRun {
+// pid, if not 0, is the service's process, whose CPU time is measured.
+func (lc *loadClient) run(ctx context.Context, n int, warmup, dur time.Duration, seed uint64, pid int) serviceRun {
 	var (
 		measuring, stop atomic.Bool
 		ok, over, errs  atomic.Int64
@@ -141,10 +152,10 @@ func (lc *loadClient) run(ctx context.Context, n int, warmup, dur time.Duration,
 	}
 	sleepCtx(ctx, warmup)
 	measuring.Store(true)
-	t0 := time.Now()
+	t0, cpu0, svc0 := time.Now(), cputime.Process(), procCPU(pid)
 	sleepCtx(ctx, dur)
 	measuring.Store(false)
-	elapsed := time.Since(t0)
+	elapsed, cpu1, svc1 := time.Since(t0), cputime.Process(), procCPU(pid)
 	stop.Store(true)
 	wg.Wait()
 
@@ -156,6 +167,10 @@ func (lc *loadClient) run(ctx context.Context, n int, warmup, dur time.Duration,
 	r := serviceRun{Seconds: elapsed.Seconds(), OK: ok.Load(), OverLimit: over.Load(), Errors: errs.Load()}
 	r.DecisionsPerSec = float64(r.OK+r.OverLimit) / elapsed.Seconds()
 	r.P50, r.P99 = nearestRank(all, 0.50), nearestRank(all, 0.99)
+	r.HarnessCores = float64(cpu1-cpu0) / float64(elapsed)
+	if svc0 > 0 && svc1 > svc0 {
+		r.ServiceCores = float64(svc1-svc0) / float64(elapsed)
+	}
 	if p := firstErr.Load(); p != nil {
 		r.FirstError = *p
 	}
@@ -163,6 +178,40 @@ func (lc *loadClient) run(ctx context.Context, n int, warmup, dur time.Duration,
 		r.FirstError = ctx.Err().Error()
 	}
 	return r
+}
+
+// procCPU is the user + system CPU time of process pid so far, read from
+// /proc/PID/stat (in clock ticks, taken as 100 a second); 0 if pid is 0
+// or it cannot be read.
+func procCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	return parseProcStatCPU(string(b))
+}
+
+// parseProcStatCPU reads utime + stime (fields 14 and 15) of a
+// /proc/PID/stat line; the command name, field 2, may hold blanks and
+// parentheses, so fields are counted after its last ')'.
+func parseProcStatCPU(stat string) time.Duration {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * (time.Second / 100)
 }
 
 // nearestRank is the q-quantile of sorted in ns (nearest rank), 0 if

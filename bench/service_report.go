@@ -35,13 +35,15 @@ type serviceResult struct {
 	OverLimit       int64        `json:"over_limit"`
 	Errors          int64        `json:"errors"`
 	FirstError      string       `json:"first_error,omitempty"`
+	HarnessCores    float64      `json:"harness_cores"`
+	ServiceCores    float64      `json:"service_cores,omitempty"`
 	Runs            []serviceRun `json:"runs"`
 }
 
 // combineServiceRuns folds the runs of one service at one caller count.
 func combineServiceRuns(label, mode, addr string, callers int, runs []serviceRun) *serviceResult {
 	r := &serviceResult{Service: label, Mode: mode, Addr: addr, Callers: callers, Runs: runs}
-	var rate, p50, p99 []float64
+	var rate, p50, p99, hc, sc []float64
 	for _, x := range runs {
 		r.OK += x.OK
 		r.OverLimit += x.OverLimit
@@ -50,8 +52,10 @@ func combineServiceRuns(label, mode, addr string, callers int, runs []serviceRun
 			r.FirstError = x.FirstError
 		}
 		rate, p50, p99 = append(rate, x.DecisionsPerSec), append(p50, x.P50), append(p99, x.P99)
+		hc, sc = append(hc, x.HarnessCores), append(sc, x.ServiceCores)
 	}
 	r.DecisionsPerSec, r.P50, r.P99 = median(rate), median(p50), median(p99)
+	r.HarnessCores, r.ServiceCores = median(hc), median(sc)
 	return r
 }
 
@@ -278,9 +282,10 @@ func printServiceDetails(w io.Writer, o *serviceOutcome) {
 		fmt.Fprintln(w, "  "+l)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Every cell (decisions/s, p50 and p99 the medians of the runs; ok, over and err summed):")
+	fmt.Fprintln(w, "Every cell (decisions/s, p50, p99 and cores the medians of the runs; ok, over and err summed;")
+	fmt.Fprintln(w, "cores: CPU seconds a second of ratelimitd's process, and of the harness generating the load):")
 	tw, flush := tableWriter(w)
-	fmt.Fprintln(tw, "service\tcallers\tdecisions/s\tp50\tp99\tok\tover\terr\truns (decisions/s, p99)\t")
+	fmt.Fprintln(tw, "service\tcallers\tdecisions/s\tp50\tp99\tok\tover\terr\tcores\tharness\truns (decisions/s, p99)\t")
 	for _, l := range o.labels {
 		for _, n := range o.cfg.callers {
 			r := findService(o.results, l, n)
@@ -291,8 +296,12 @@ func printServiceDetails(w io.Writer, o *serviceOutcome) {
 			for _, x := range r.Runs {
 				runs = append(runs, fmt.Sprintf("%s %s", fmtRate(x.DecisionsPerSec), fmtDur(x.P99)))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t\n", r.Service, n, fmtRate(r.DecisionsPerSec),
-				fmtDur(r.P50), fmtDur(r.P99), r.OK, r.OverLimit, r.Errors, strings.Join(runs, "; "))
+			cores := "-"
+			if r.ServiceCores > 0 {
+				cores = fmt.Sprintf("%.2f", r.ServiceCores)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%s\t\n", r.Service, n, fmtRate(r.DecisionsPerSec),
+				fmtDur(r.P50), fmtDur(r.P99), r.OK, r.OverLimit, r.Errors, cores, r.HarnessCores, strings.Join(runs, "; "))
 		}
 	}
 	flush()
