@@ -285,7 +285,6 @@ func runService(cfg *config, stdout, stderr io.Writer) int {
 	}
 	prog.clear()
 	o.targets = evalServiceTargets(serviceTargets, o.results, sc)
-	o.labels = nil
 	for _, ph := range phases {
 		for _, t := range ph.targets {
 			o.labels = append(o.labels, t.label)
