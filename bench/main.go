@@ -52,6 +52,7 @@ type config struct {
 	dir         string
 	seed        uint64
 	cpuProfile  string
+	svc         serviceConfig // -service and its flags (service.go)
 
 	wl      *workload
 	targets []target // the targets judged: targets, unless a test sets others
@@ -85,8 +86,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (*config, error) {
 	fs.StringVar(&c.dir, "dir", "", "parent of the temporary directory for bbolt files (default: the system temp dir); the directory is removed at exit")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the key stream")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured cells to `FILE` (read it with go tool pprof)")
+	addServiceFlags(fs, &c.svc)
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := c.svc.check(); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -173,6 +178,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
+	}
+	if cfg.svc.on {
+		os.Exit(runService(cfg, os.Stdout, os.Stderr))
 	}
 	os.Exit(run(cfg, os.Stdout, os.Stderr))
 }
