@@ -5,19 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/internal/redistest"
 	"github.com/seed7fbd42b6/ratelimit/redislimit"
 )
 
@@ -59,8 +56,8 @@ func redisSkip() string {
 	if *redisAddr != "" {
 		return ""
 	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return "bench: Redis cells skipped: redis-server is not on the PATH (apt-get install redis-server, or -redis ADDR)"
+	if _, err := redistest.LookPath("redis-server"); err != nil {
+		return fmt.Sprintf("bench: Redis cells skipped: %v, or -redis ADDR", err)
 	}
 	return ""
 }
@@ -94,95 +91,27 @@ func redisFor(e *cellEnv) (*redisServer, error) {
 }
 
 // startRedis starts a redis-server on 127.0.0.1 at a free port, with its
-// files in dir, and returns it with the function that stops it and
-// removes dir.
+// files in dir and the settings the store requires, and returns it with
+// the function that stops it and removes dir.
 func startRedis(dir string, note func(string, ...any)) (*redisServer, func(), error) {
-	bin, err := exec.LookPath("redis-server")
+	srv, err := redistest.Start(redistest.Config{Dir: dir, Args: redistest.Durable()})
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, err
+	s := &redisServer{addr: srv.Addr(), owned: true, admin: redis.NewClient(&redis.Options{Addr: srv.Addr()})}
+	stop := func() {
+		s.admin.Close()
+		srv.Stop()
+		os.RemoveAll(dir)
 	}
-	var lastErr error
-	for range 3 { // another process may take the free port first
-		port, err := freePort()
-		if err != nil {
-			return nil, nil, err
-		}
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-			"--appendonly", "yes", "--appendfsync", "always", "--save", "", "--maxmemory-policy", "noeviction",
-			"--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log"))
-		cmd.SysProcAttr = serverProcAttr()
-		if err := cmd.Start(); err != nil {
-			return nil, nil, err
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), owned: true}
-		s.admin = redis.NewClient(&redis.Options{Addr: s.addr})
-		stop := func() {
-			s.admin.Close()
-			cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(5 * time.Second):
-				cmd.Process.Kill()
-				<-exited
-			}
-			os.RemoveAll(dir)
-		}
-		if err := waitRedis(s.admin, exited); err != nil {
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			lastErr = fmt.Errorf("%v\n%s", err, log)
-			stop()
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return nil, nil, err
-			}
-			continue
-		}
-		version := ""
-		if info, err := s.admin.InfoMap(context.Background(), "server").Result(); err == nil {
-			version = " " + info["Server"]["redis_version"]
-		}
-		note("bench: started redis-server%s on %s (appendonly yes, appendfsync always, save \"\") in %s, removed at exit",
-			version, s.addr, dir)
-		return s, stop, nil
+	version := ""
+	if info, err := s.admin.InfoMap(context.Background(), "server").Result(); err == nil {
+		version = " " + info["Server"]["redis_version"]
 	}
-	os.RemoveAll(dir)
-	return nil, nil, fmt.Errorf("redis-server did not start: %v", lastErr)
-}
-
-// waitRedis waits until the server answers, exits, or 10 s have passed.
-func waitRedis(c *redis.Client, exited <-chan struct{}) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return errors.New("redis-server exited")
-		default:
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	note("bench: started redis-server%s on %s (appendonly yes, appendfsync always, save \"\") in %s, removed at exit",
+		version, s.addr, dir)
+	return s, stop, nil
 }
 
 // prepare readies the server for a new cell and returns the cell's key

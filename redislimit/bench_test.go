@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/internal/redistest"
 )
 
 // Benchmarks of this store against go-redis/redis_rate on one
@@ -106,24 +107,23 @@ var benchServer struct {
 }
 
 func benchClient(b *testing.B, pool int) *redis.Client {
-	needRedis(b)
+	redistest.Need(b)
 	benchServer.once.Do(func() {
-		port, err := freePort()
+		dir, err := os.MkdirTemp("", "redislimit-bench") // b.TempDir is removed at the end of this benchmark
 		if err != nil {
 			benchServer.err = err
 			return
 		}
-		dir := b.TempDir()
-		sharedDirs = append(sharedDirs, dir) // b.TempDir is removed at the end of this benchmark
-		benchServer.s, benchServer.err = startServer(dir, port, strings.Fields(os.Getenv("RL_SERVER_ARGS"))...)
+		sharedDirs = append(sharedDirs, dir)
+		benchServer.s, benchServer.err = startServer(dir, false, strings.Fields(os.Getenv("RL_SERVER_ARGS"))...)
 		if benchServer.err == nil {
-			fmt.Printf("redislimit: benchmarks on redis-server 127.0.0.1:%d (appendonly yes, appendfsync always) in %s\n", port, dir)
+			fmt.Printf("redislimit: benchmarks on redis-server %s (appendonly yes, appendfsync always) in %s\n", benchServer.s.Addr(), dir)
 		}
 	})
 	if benchServer.err != nil {
 		b.Fatal(benchServer.err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: benchServer.s.addr(), PoolSize: pool, ReadTimeout: 10 * time.Second})
+	c := redis.NewClient(&redis.Options{Addr: benchServer.s.Addr(), PoolSize: pool, ReadTimeout: 10 * time.Second})
 	b.Cleanup(func() { c.Close() })
 	return c
 }
@@ -137,11 +137,11 @@ var benchLimit = ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: 1000, Perio
 
 func runDrive(b *testing.B, callers int, op func(ctx context.Context, caller int, rng *rand.Rand) (int, error)) {
 	b.ReportAllocs()
-	redis0, self0 := processCPU(benchServer.s.cmd.Process.Pid), selfCPU()
+	redis0, self0 := processCPU(benchServer.s.Pid()), selfCPU()
 	b.ResetTimer()
 	r := Drive(callers, 0, max(b.N, callers), op)
 	b.StopTimer()
-	redisCPU, goCPU := processCPU(benchServer.s.cmd.Process.Pid)-redis0, selfCPU()-self0
+	redisCPU, goCPU := processCPU(benchServer.s.Pid())-redis0, selfCPU()-self0
 	b.ReportMetric(r.PerSecond(), "decisions/s")
 	b.ReportMetric(float64(r.P99().Microseconds()), "p99-us")
 	// CPU per decision, of the server and of this process: what a

@@ -35,7 +35,7 @@ func TestServerCrash(t *testing.T) {
 	srv := ownServer(t)
 	clk := newFakeClock(t0)
 	prefix := testPrefix(t)
-	client := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.sock, DialTimeout: 200 * time.Millisecond,
+	client := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Addr(), DialTimeout: 200 * time.Millisecond,
 		ReadTimeout: time.Second, MaxRetries: -1, DialerRetries: 1, PoolSize: 64})
 	defer client.Close()
 	ls := []*ratelimit.Limiter{
@@ -90,13 +90,13 @@ func TestServerCrash(t *testing.T) {
 		}()
 	}
 	time.Sleep(300 * time.Millisecond) // load on the server's clock
-	srv.kill()
+	srv.Kill()
 	killed.Store(true)
 	wg.Wait()
 	if heard[0].Load() == 0 || heard[1].Load() == 0 {
 		t.Fatal("no grant before the crash")
 	}
-	if err := srv.start(); err != nil {
+	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	for k, name := range []string{"a", "b"} {
@@ -171,7 +171,7 @@ func TestClientCrashBetweenPhases(t *testing.T) {
 			prefix := testPrefix(t)
 			keys := keysOnDistinctTags("a", "b")
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"="+role, "REDISLIMIT_SOCK="+srv.sock, "REDISLIMIT_PREFIX="+prefix,
+			cmd.Env = append(os.Environ(), childEnv+"="+role, "REDISLIMIT_SOCK="+srv.Addr(), "REDISLIMIT_PREFIX="+prefix,
 				"REDISLIMIT_HOLD=400ms", "REDISLIMIT_KA="+keys[0], "REDISLIMIT_KB="+keys[1])
 			cmd.Stderr = os.Stderr
 			out, err := cmd.StdoutPipe()

@@ -84,7 +84,7 @@ func (c *lossyConn) Read(b []byte) (int, error) {
 func TestLostReplyNotRetried(t *testing.T) {
 	srv := ownServer(t)
 	var lose atomic.Bool
-	client := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.sock,
+	client := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Addr(),
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/internal/redistest"
 )
 
 var failLimits = map[string]ratelimit.Config{
@@ -43,7 +44,7 @@ func TestStoppedServer(t *testing.T) {
 	for _, how := range []string{"killed", "hung"} {
 		t.Run(how, func(t *testing.T) {
 			srv := ownServer(t)
-			client := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.sock, DialTimeout: 200 * time.Millisecond,
+			client := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Addr(), DialTimeout: 200 * time.Millisecond,
 				ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, MaxRetries: -1, DialerRetries: 1})
 			defer client.Close()
 			l := open(t, client, ratelimit.Options{Limits: failLimits})
@@ -51,10 +52,10 @@ func TestStoppedServer(t *testing.T) {
 				t.Fatal(errs)
 			}
 			if how == "killed" {
-				srv.kill()
+				srv.Kill()
 			} else {
-				srv.cmd.Process.Signal(syscall.SIGSTOP)
-				defer srv.cmd.Process.Signal(syscall.SIGCONT)
+				srv.Signal(syscall.SIGSTOP)
+				defer srv.Signal(syscall.SIGCONT)
 			}
 			errs, granted := everyCall(l)
 			if granted {
@@ -105,7 +106,7 @@ func TestOpenChecksPersistence(t *testing.T) {
 // TestOpenUnreachable: a server that cannot be reached is ErrUnavailable
 // at Open.
 func TestOpenUnreachable(t *testing.T) {
-	needRedis(t)
+	redistest.Need(t)
 	client := redis.NewClient(&redis.Options{Network: "unix", Addr: t.TempDir() + "/none.sock", DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
 	defer client.Close()
 	if _, err := Open(client, ratelimit.Options{}); !errors.Is(err, ratelimit.ErrUnavailable) {

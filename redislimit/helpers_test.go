@@ -1,38 +1,28 @@
 package redislimit
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/internal/redistest"
 	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
-// The Redis tests start their own redis-server processes: one shared
-// server and one shared 3-master cluster (started on first use, stopped
-// by TestMain), and servers of their own where they kill or reconfigure
-// them. Without redis-server on the PATH they skip, unless
-// RATELIMIT_REQUIRE_REDIS=1 (CI), which makes that a failure.
+// The Redis tests start their own redis-server processes (package
+// redistest): one shared server and one shared 3-master cluster (started
+// on first use, stopped by TestMain), and servers of their own where they
+// kill or reconfigure them. Without redis-server on the PATH they skip,
+// unless RATELIMIT_REQUIRE_REDIS=1 (CI), which makes that a failure.
 
 var (
-	redisBin   string // path of redis-server; "" when missing
-	redisCli   string // path of redis-cli
-	requireRed = os.Getenv("RATELIMIT_REQUIRE_REDIS") == "1"
-
 	sharedOnce    sync.Once
 	sharedServer  *server
 	sharedErr     error
@@ -50,20 +40,18 @@ func TestMain(m *testing.M) {
 	// Tests compare every state the function writes with the replay, bit
 	// for bit; benchmarks measure the store as it runs.
 	verifyStates = os.Getenv("RL_NOVERIFY") == "" && flag.Lookup("test.bench").Value.String() == ""
-	redisBin, _ = exec.LookPath("redis-server")
-	redisCli, _ = exec.LookPath("redis-cli")
-	if redisBin == "" && !requireRed {
-		fmt.Println("redislimit: redis-server is not on the PATH, so the Redis tests skip (apt-get install redis-server redis-tools to run them)")
+	if _, _, err := redistest.Binaries(); err != nil && !redistest.Required() {
+		fmt.Printf("redislimit: %v, so the Redis tests skip\n", err)
 	}
 	code := m.Run()
 	if sharedServer != nil {
-		sharedServer.stop()
+		sharedServer.Stop()
 	}
 	if sharedCluster != nil {
-		sharedCluster.stop()
+		sharedCluster.Stop()
 	}
 	if benchServer.s != nil {
-		benchServer.s.stop()
+		benchServer.s.Stop()
 	}
 	for _, d := range sharedDirs {
 		os.RemoveAll(d)
@@ -71,133 +59,37 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needRedis skips tb without redis-server (fails it under
-// RATELIMIT_REQUIRE_REDIS=1).
-func needRedis(tb testing.TB) {
-	tb.Helper()
-	if redisBin != "" {
-		return
-	}
-	if requireRed {
-		tb.Fatal("RATELIMIT_REQUIRE_REDIS=1 but redis-server is not on the PATH")
-	}
-	tb.Skip("redis-server not on the PATH (apt-get install redis-server redis-tools)")
-}
+// server is one redis-server process, with the settings the store
+// requires (redistest.Durable).
+type server struct{ *redistest.Server }
 
-// server is one redis-server process.
-type server struct {
-	dir  string
-	sock string // unix socket, "" for TCP
-	port int
-	args []string
-	cmd  *exec.Cmd
-}
-
-// durable are the settings the store requires.
-var durable = []string{"--appendonly", "yes", "--appendfsync", "always", "--maxmemory-policy", "noeviction"}
-
-// startServer starts a redis-server in dir on a unix socket (port 0) or
-// on a TCP port, with extra arguments after the defaults.
-func startServer(dir string, port int, extra ...string) (*server, error) {
-	if redisBin == "" {
-		return nil, errors.New("redis-server not on the PATH")
+// startServer starts a server in dir, on a unix socket or on a loopback
+// TCP port, with extra arguments after the store's settings.
+func startServer(dir string, unix bool, extra ...string) (*server, error) {
+	s, err := redistest.Start(redistest.Config{Dir: dir, Unix: unix, Args: append(redistest.Durable(), extra...)})
+	if err != nil {
+		return nil, err
 	}
-	s := &server{dir: dir, port: port}
-	s.args = []string{"--dir", dir, "--save", "", "--daemonize", "no", "--logfile", filepath.Join(dir, "log"),
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1"}
-	if port == 0 {
-		s.sock = filepath.Join(dir, "s.sock")
-		s.args = append(s.args, "--unixsocket", s.sock, "--unixsocketperm", "700")
-	}
-	s.args = append(s.args, durable...)
-	s.args = append(s.args, extra...)
-	return s, s.start()
-}
-
-func (s *server) start() error {
-	s.cmd = exec.Command(redisBin, s.args...)
-	// Setpgid: a terminal's ^C stops the tests, not the servers first;
-	// Pdeathsig: the server dies with the test binary, however it ends.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		return err
-	}
-	c := s.client()
-	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			s.kill()
-			log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
-			return fmt.Errorf("redis-server did not start: %v\n%s", err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *server) addr() string {
-	if s.sock != "" {
-		return s.sock
-	}
-	return "127.0.0.1:" + strconv.Itoa(s.port)
+	return &server{s}, nil
 }
 
 // client returns a new client of s.
 func (s *server) client() *redis.Client {
-	o := &redis.Options{Addr: s.addr(), DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, PoolSize: 64}
-	if s.sock != "" {
-		o.Network = "unix"
-	}
-	return redis.NewClient(o)
+	return redis.NewClient(&redis.Options{Network: s.Network(), Addr: s.Addr(), DialTimeout: 2 * time.Second,
+		ReadTimeout: 5 * time.Second, PoolSize: 64})
 }
 
-// kill SIGKILLs the server and waits for it.
-func (s *server) kill() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	s.cmd.Wait()
-	s.cmd = nil
-}
-
-func (s *server) stop() {
-	if s.cmd != nil {
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { s.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			s.cmd.Process.Signal(syscall.SIGKILL)
-			<-done
-		}
-		s.cmd = nil
-	}
-}
-
-// ownServer starts a server for tb alone, stopped at its end.
+// ownServer starts a server on a unix socket for tb alone, killed at its
+// end.
 func ownServer(tb testing.TB, extra ...string) *server {
 	tb.Helper()
-	needRedis(tb)
-	s, err := startServer(tb.TempDir(), 0, extra...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(s.stop)
-	return s
+	return &server{redistest.ForTest(tb, redistest.Config{Unix: true, Args: append(redistest.Durable(), extra...)})}
 }
 
-// shared returns the shared single server.
+// shared returns the shared single server, on a unix socket.
 func shared(tb testing.TB) *server {
 	tb.Helper()
-	needRedis(tb)
+	redistest.Need(tb)
 	sharedOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "redislimit-single")
 		if err != nil {
@@ -205,7 +97,7 @@ func shared(tb testing.TB) *server {
 			return
 		}
 		sharedDirs = append(sharedDirs, dir)
-		sharedServer, sharedErr = startServer(dir, 0)
+		sharedServer, sharedErr = startServer(dir, true)
 	})
 	if sharedErr != nil {
 		tb.Fatal(sharedErr)
@@ -214,112 +106,35 @@ func shared(tb testing.TB) *server {
 }
 
 // cluster is a Redis Cluster of three masters on loopback.
-type cluster struct{ nodes []*server }
-
-func (c *cluster) stop() {
-	for _, n := range c.nodes {
-		n.stop()
-	}
-}
-
-func (c *cluster) addrs() []string {
-	var a []string
-	for _, n := range c.nodes {
-		a = append(a, n.addr())
-	}
-	return a
-}
+type cluster struct{ *redistest.Cluster }
 
 func (c *cluster) client() *redis.ClusterClient {
-	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.addrs(), DialTimeout: 2 * time.Second,
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), DialTimeout: 2 * time.Second,
 		ReadTimeout: 5 * time.Second, PoolSize: 64})
 }
 
 // sharedClusterOf returns the shared cluster.
 func sharedClusterOf(tb testing.TB) *cluster {
 	tb.Helper()
-	needRedis(tb)
-	clusterOnce.Do(func() { sharedCluster, clusterErr = startCluster() })
+	redistest.Need(tb)
+	clusterOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "redislimit-cluster")
+		if err != nil {
+			clusterErr = err
+			return
+		}
+		sharedDirs = append(sharedDirs, dir)
+		c, err := redistest.StartCluster(dir, redistest.Durable()...)
+		if err != nil {
+			clusterErr = err
+			return
+		}
+		sharedCluster = &cluster{c}
+	})
 	if clusterErr != nil {
 		tb.Fatal(clusterErr)
 	}
 	return sharedCluster
-}
-
-func startCluster() (*cluster, error) {
-	if redisCli == "" {
-		return nil, errors.New("redis-cli not on the PATH (apt-get install redis-tools)")
-	}
-	c := &cluster{}
-	for range 3 {
-		dir, err := os.MkdirTemp("", "redislimit-cluster")
-		if err != nil {
-			c.stop()
-			return nil, err
-		}
-		sharedDirs = append(sharedDirs, dir)
-		var n *server
-		for try := 0; ; try++ {
-			port, err := freePort()
-			if err == nil {
-				n, err = startServer(dir, port, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-					"--cluster-node-timeout", "5000")
-			}
-			if err == nil {
-				break
-			}
-			if try == 5 {
-				c.stop()
-				return nil, err
-			}
-		}
-		c.nodes = append(c.nodes, n)
-	}
-	args := append([]string{"--cluster", "create"}, c.addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.Command(redisCli, args...).CombinedOutput(); err != nil {
-		c.stop()
-		return nil, fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for _, n := range c.nodes {
-		cl := n.client()
-		for {
-			info, err := cl.ClusterInfo(context.Background()).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") {
-				break
-			}
-			if time.Now().After(deadline) {
-				cl.Close()
-				c.stop()
-				return nil, fmt.Errorf("cluster not ok: %v %s", err, info)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		cl.Close()
-	}
-	return c, nil
-}
-
-// freePort returns a loopback port that is free, and whose cluster bus
-// port (port+10000) is free too.
-func freePort() (int, error) {
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if p >= 55535 {
-			continue
-		}
-		if b, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000)); err == nil {
-			b.Close()
-			return p, nil
-		}
-	}
-	return 0, errors.New("no free port pair")
 }
 
 // A topology is where a test's limiter keeps its buckets.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/httplimit"
+	"github.com/seed7fbd42b6/ratelimit/internal/redistest"
 )
 
 // step is one request of a worked case, at t0+at on a fake clock.
@@ -170,7 +171,7 @@ func TestResetCreditValue(t *testing.T) {
 // TestStats counts decisions as the partitions do: a LimitAll is one, a
 // Check none, a reservation that must wait is also a reservation.
 func TestStats(t *testing.T) {
-	needRedis(t)
+	redistest.Need(t)
 	clk := newFakeClock(t0)
 	l := open(t, topologies[0].client(t), ratelimit.Options{Now: clk.Now, Limits: map[string]ratelimit.Config{
 		"l": {Kind: ratelimit.TokenBucket, Rate: 2, Period: M},
@@ -192,7 +193,7 @@ func TestStats(t *testing.T) {
 // call abandoned while in flight is recycled by the store (the race
 // detector and a later Close see to that).
 func TestCancel(t *testing.T) {
-	needRedis(t)
+	redistest.Need(t)
 	l := open(t, topologies[0].client(t), ratelimit.Options{Limits: map[string]ratelimit.Config{
 		"l": {Kind: ratelimit.TokenBucket, Rate: 100, Period: S},
 	}})
@@ -228,7 +229,7 @@ func TestCancel(t *testing.T) {
 // and a bad part of a LimitAll takes nothing from the others.
 func TestBadInputNeverReachesRedis(t *testing.T) {
 	srv := ownServer(t)
-	client := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.sock, MaxRetries: -1, DialerRetries: 1})
+	client := redis.NewClient(&redis.Options{Network: "unix", Addr: srv.Addr(), MaxRetries: -1, DialerRetries: 1})
 	defer client.Close()
 	clk := newFakeClock(t0)
 	l := open(t, client, ratelimit.Options{Now: clk.Now, Limits: map[string]ratelimit.Config{
@@ -266,7 +267,7 @@ func TestBadInputNeverReachesRedis(t *testing.T) {
 	if v, _ := l.Value(ctx, "l", "ok"); v.Value != 10 {
 		t.Fatalf("a bad LimitAll took from its good part: %v", v.Value)
 	}
-	srv.kill()
+	srv.Kill()
 	check("server gone")
 }
 

@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/redistest"
 )
 
 // spread sends n requests for one descriptor, concurrently, alternating
@@ -90,7 +92,7 @@ func TestRedisReplicasShareLimits(t *testing.T) {
 	r := startRedis(t)
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "e2e.yaml", testConfig)
-	args := []string{"-config", cfg, "-redis", r.addr(), "-redis-prefix", "e2e:"}
+	args := []string{"-config", cfg, "-redis", r.Addr(), "-redis-prefix", "e2e:"}
 	p1, p2 := start(t, args...), start(t, args...)
 	for _, p := range []*proc{p1, p2} {
 		if m := p.logs.find("serving")[0]; m["storage"] != "redis" || m["data"] != "" {
@@ -115,7 +117,7 @@ func TestRedisReplicasShareLimits(t *testing.T) {
 		}
 	}
 	// A replica with another prefix has limits of its own.
-	other := start(t, "-config", cfg, "-redis", r.addr(), "-redis-prefix", "other:")
+	other := start(t, "-config", cfg, "-redis", r.Addr(), "-redis-prefix", "other:")
 	if got := other.remaining("b", "shared"); got != 100 {
 		t.Errorf("another prefix: b=shared has %d left, want 100", got)
 	}
@@ -156,9 +158,9 @@ func TestRedisFailsClosed(t *testing.T) {
 	t.Parallel()
 	r := startRedis(t)
 	cfg := writeConfig(t, t.TempDir(), "e2e.yaml", testConfig)
-	p := start(t, "-config", cfg, "-redis", r.addr())
+	p := start(t, "-config", cfg, "-redis", r.Addr())
 	p.should(d("a", "fc"))
-	r.kill()
+	r.Kill()
 	resp, err := p.rls.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "e2e",
 		Descriptors: []*ratelimitv3.RateLimitDescriptor{d("a", "fc")}})
 	if status.Code(err) != codes.Unavailable {
@@ -177,7 +179,9 @@ func TestRedisFailsClosed(t *testing.T) {
 		t.Error("ratelimitd_healthy is not 0 with Redis down")
 	}
 
-	r.restart()
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, 30*time.Second, "health SERVING again", func() bool {
 		return p.health("") == healthpb.HealthCheckResponse_SERVING
 	})
@@ -200,7 +204,7 @@ func TestRedisAdmin(t *testing.T) {
 	r := startRedis(t)
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "e2e.yaml", testConfig)
-	args := []string{"-config", cfg, "-redis", r.addr(), "-admin-addr", "127.0.0.1:0", "-watch-interval", "0"}
+	args := []string{"-config", cfg, "-redis", r.Addr(), "-admin-addr", "127.0.0.1:0", "-watch-interval", "0"}
 	p, q := start(t, args...), start(t, args...)
 	p.should(hits(60, d("b", "adm")))
 	bucket := `{"domain":"e2e","entries":[{"key":"b","value":"adm"}]`
@@ -255,7 +259,7 @@ func TestRedisStartErrors(t *testing.T) {
 	t.Parallel()
 	r := startRedis(t, "--appendfsync", "everysec")
 	cfg := writeConfig(t, t.TempDir(), "e2e.yaml", testConfig)
-	port, err := freePort()
+	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,14 +268,14 @@ func TestRedisStartErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"-redis", fmt.Sprint("127.0.0.1:", port)}, "cannot start"},
-		{[]string{"-redis", r.addr()}, "appendfsync"},
+		{[]string{"-redis", r.Addr()}, "appendfsync"},
 	} {
 		p := tryStart(t, append([]string{"-config", cfg}, c.args...)...)
 		if code := p.wait(); code != 1 || !strings.Contains(p.logs.String(), c.want) {
 			t.Errorf("%v: exit %d, want 1 with %q:\n%s", c.args, code, c.want, p.logs)
 		}
 	}
-	p := start(t, "-config", cfg, "-redis", r.addr(), "-redis-allow-not-durable")
+	p := start(t, "-config", cfg, "-redis", r.Addr(), "-redis-allow-not-durable")
 	if len(p.logs.find("-redis-allow-not-durable")) != 1 {
 		t.Error("-redis-allow-not-durable is not warned about")
 	}
@@ -293,7 +297,7 @@ func TestRedisTLSAndPassword(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tlsPort, err := freePort()
+	tlsPort, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
