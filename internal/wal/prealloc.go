@@ -20,6 +20,10 @@ const MaxPreallocate = 1 << 30
 // is never away from new appends for long.
 const zeroChunk = 1 << 20
 
+// zeros is what a chunk writes: never written to, so its pages stay the
+// kernel's shared zero page.
+var zeros [zeroChunk]byte
+
 // writeZeros writes preallocation's zeros; tests replace it to fail.
 var writeZeros = (*os.File).WriteAt
 
@@ -170,7 +174,7 @@ func (p *preallocator) write(off, n int64) error {
 		}
 		p.f = f
 	}
-	_, err := writeZeros(p.f, make([]byte, n), off)
+	_, err := writeZeros(p.f, zeros[:n], off)
 	if err == nil {
 		err = p.f.Sync()
 	}
