@@ -152,8 +152,11 @@ func TestOneOffKeysDoNotAccumulate(t *testing.T) {
 		sizes = append(sizes, used)
 	}
 	// bbolt reuses freed pages, so identical waves reuse the space the
-	// first one grew; what they move is its own fragmentation, a little.
-	if sizes[2] > sizes[1]+sizes[1]/50 {
+	// first one grew; what they move is its own fragmentation, a little
+	// (more when a commit races a snapshot's read transaction, which
+	// keeps the pages it reads). Keys that accumulated would add about a
+	// wave's worth of pages each time.
+	if sizes[2] > sizes[1]+sizes[1]/10 {
 		t.Fatalf("the file's used pages grew across identical waves: %v", sizes)
 	}
 	// The snapshot is empty: reopening restores nothing.
