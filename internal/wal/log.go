@@ -62,9 +62,13 @@ type Log struct {
 	// committing: a goroutine holds the commit role (commits, or writes
 	// preallocation); what follows under "role holder only" is its.
 	committing bool
-	idleWriter bool          // the writer goroutine waits for a signal
-	wake       chan struct{} // 1-buffered: pending became non-empty, or closing
-	done       chan struct{} // closed when the writer exits
+	idleWriter bool // the writer goroutine waits for a signal
+	// crowd: the last batch committed had several waiters, so callers
+	// are not alone and CommitNow leaves the commit to the writer, whose
+	// settling lets the next cohort gather.
+	crowd bool
+	wake  chan struct{} // 1-buffered: pending became non-empty, or closing
+	done  chan struct{} // closed when the writer exits
 
 	seq      uint64                // last sequence number used; role holder only
 	version  uint32                // the file's format version; role holder only

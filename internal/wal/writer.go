@@ -138,6 +138,7 @@ func (l *Log) wait() {
 func (l *Log) commitPending() {
 	b := l.pending
 	l.pending, l.spare = l.spare, nil
+	l.crowd = len(b.waiters) > 1
 	l.mu.Unlock()
 	b.release(l.commit(b))
 	l.mu.Lock()
@@ -146,14 +147,14 @@ func (l *Log) commitPending() {
 }
 
 // CommitNow commits what is pending on the caller's goroutine, if the
-// writer goroutine is idle and no one else commits: a caller that has just
-// appended, alone, then waits for no other goroutine to wake, twice (the
-// writer, then itself). When the writer is busy it does nothing, so that
-// the writer's batches keep growing with the load. It must not be called
+// writer goroutine is idle, no one else commits and the last batch had one
+// waiter: a caller that has just appended, alone, then waits for no other
+// goroutine to wake, twice (the writer, then itself). Otherwise it does
+// nothing, so that the writer's batches keep growing with the load. It must not be called
 // while the caller holds anything the commit's waiters need.
 func (l *Log) CommitNow() {
 	l.mu.Lock()
-	if !l.idleWriter || l.committing || l.pending.empty() || l.closing {
+	if !l.idleWriter || l.committing || l.crowd || l.pending.empty() || l.closing {
 		l.mu.Unlock()
 		return
 	}
