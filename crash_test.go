@@ -54,33 +54,45 @@ func crashOptions(path string) Options {
 	}
 }
 
-// TestCrashChild is the child's body; it does nothing unless re-executed.
-func TestCrashChild(t *testing.T) {
-	path := os.Getenv(crashChildEnv)
+// crashChild starts the body of a crash test's child process: unless the
+// environment variable env names a file (the parent re-executed the test
+// binary), it skips, saying which test runs it. It opens the limiter on
+// that file with opts, snapshots it every pace under load (so crashes land
+// on both sides of one; the child's own pacing, not a test wait), and
+// reports "ready". report writes one line per acknowledgement to stdout,
+// flushed at once: the parent's ledger.
+func crashChild(t *testing.T, env, by string, opts func(string) Options, pace time.Duration) (l *Limiter, report func(string)) {
+	path := os.Getenv(env)
 	if path == "" {
-		t.Skip("run by TestCrashRecovery")
+		t.Skip("run by " + by)
 	}
-	l, err := Open(crashOptions(path))
+	l, err := Open(opts(path))
 	if err != nil {
 		fmt.Println("open-error", err)
 		os.Exit(3)
 	}
 	var out sync.Mutex
 	w := bufio.NewWriter(os.Stdout)
-	report := func(line string) {
+	report = func(line string) {
 		out.Lock()
 		w.WriteString(line)
 		w.WriteByte('\n')
-		w.Flush() // one write per acknowledgement: the parent's ledger
+		w.Flush()
 		out.Unlock()
 	}
-	go func() { // snapshots under load, so crashes land on both sides of one
+	go func() {
 		for {
-			time.Sleep(15 * time.Millisecond)
+			time.Sleep(pace)
 			l.Snapshot()
 		}
 	}()
 	report("ready")
+	return l, report
+}
+
+// TestCrashChild is the child's body; it does nothing unless re-executed.
+func TestCrashChild(t *testing.T) {
+	l, report := crashChild(t, crashChildEnv, "TestCrashRecovery", crashOptions, 15*time.Millisecond)
 	ctx := context.Background()
 	for i := 0; i < crashWorkers; i++ {
 		go func(i int) {
@@ -285,31 +297,7 @@ func creditCrashOptions(path string) Options {
 // TestRecoveryCrashRecoveryCreditsAndResets; it does nothing unless
 // re-executed.
 func TestRecoveryCrashChild(t *testing.T) {
-	path := os.Getenv(creditCrashEnv)
-	if path == "" {
-		t.Skip("run by TestRecoveryCrashRecoveryCreditsAndResets")
-	}
-	l, err := Open(creditCrashOptions(path))
-	if err != nil {
-		fmt.Println("open-error", err)
-		os.Exit(3)
-	}
-	var out sync.Mutex
-	w := bufio.NewWriter(os.Stdout)
-	report := func(line string) {
-		out.Lock()
-		w.WriteString(line)
-		w.WriteByte('\n')
-		w.Flush()
-		out.Unlock()
-	}
-	go func() {
-		for {
-			time.Sleep(10 * time.Millisecond) // the child's own pacing, not a test wait
-			l.Snapshot()
-		}
-	}()
-	report("ready")
+	l, report := crashChild(t, creditCrashEnv, "TestRecoveryCrashRecoveryCreditsAndResets", creditCrashOptions, 10*time.Millisecond)
 	for i := 0; i < creditCrashWorkers; i++ {
 		go func(i int) {
 			r := rand.New(rand.NewPCG(uint64(i), uint64(os.Getpid())))
