@@ -12,11 +12,7 @@ func TestBackupOfALiveFileRecovers(t *testing.T) {
 	clk := newClock()
 	dir := t.TempDir()
 	limits := map[string]Config{"api": tokenBucket(10, 10)}
-	l, err := Open(Options{Path: filepath.Join(dir, "live.db"), Now: clk.Now, LogPreallocate: -1, Limits: limits})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := open(t, Options{Path: filepath.Join(dir, "live.db"), Now: clk.Now, LogPreallocate: -1, Limits: limits})
 	grant(t, l, Request{Name: "api", Key: "a", Count: 3})
 	if err := l.Snapshot(); err != nil {
 		t.Fatal(err)

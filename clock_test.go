@@ -197,13 +197,9 @@ func FuzzClockNeverMints(f *testing.F) {
 		t0 := time.Unix(1_700_000_000, 0)
 		clk := newClock()
 		const capacity, rate = 10, 10
-		l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{
+		l := open(t, Options{Now: clk.Now, Limits: map[string]Config{
 			"x": {Kind: Kind(kind), Rate: rate, Period: time.Hour, Capacity: capacity},
 		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
 		ctx := context.Background()
 		if st, err := l.Limit(ctx, Request{Name: "x", Count: capacity}); err != nil || !st.OK {
 			t.Fatalf("drain: %+v, %v", st, err)

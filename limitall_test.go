@@ -339,13 +339,9 @@ func TestLimitAllNoDeadlock(t *testing.T) {
 
 func TestLimitAllStatusesReportsEachPart(t *testing.T) {
 	clk := newClock()
-	l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{
 		"user": tokenBucket(10, 10), "global": tokenBucket(100, 100),
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	ctx := context.Background()
 	rs := []Request{{Name: "user", Key: "u", Count: 4}, {Name: "global", Count: 30}}
 	st, each, err := l.LimitAllStatuses(ctx, rs, nil)
@@ -380,13 +376,9 @@ func TestLimitAllStatusesReportsEachPart(t *testing.T) {
 // nothing either way.
 func TestLimitAllCheckOnlyPart(t *testing.T) {
 	clk := newClock()
-	l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{
 		"user": tokenBucket(10, 10), "global": tokenBucket(100, 100),
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	ctx := context.Background()
 	check := Request{Name: "global", Count: 50, CheckOnly: true}
 	for i := 0; i < 3; i++ {

@@ -25,11 +25,7 @@ func TestSetLimitsReadsBucketsUnderTheNewConfig(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clk := newClock()
-			l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{"api": c.from}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"api": c.from}})
 			grant(t, l, Request{Name: "api", Key: "k", Count: c.take})
 			if err := l.SetLimits(map[string]Config{"api": c.to}); err != nil {
 				t.Fatal(err)
@@ -53,11 +49,7 @@ func TestSetLimitsReadsBucketsUnderTheNewConfig(t *testing.T) {
 // bucket reads as full, which would mint the difference).
 func TestSetLimitsSweepUsesTheNewCapacity(t *testing.T) {
 	clk := newClock()
-	l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{"api": tokenBucket(10, 10)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"api": tokenBucket(10, 10)}})
 	grant(t, l, Request{Name: "api", Key: "k", Count: 10})
 	if err := l.SetLimits(map[string]Config{"api": tokenBucket(10, 20)}); err != nil {
 		t.Fatal(err)
@@ -72,12 +64,8 @@ func TestSetLimitsSweepUsesTheNewCapacity(t *testing.T) {
 }
 
 func TestSetLimitsRefusesABadConfigAndKeepsTheOld(t *testing.T) {
-	l, err := Open(Options{Limits: map[string]Config{"api": tokenBucket(10, 10)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	err = l.SetLimits(map[string]Config{"api": tokenBucket(20, 20), "bad": {Kind: TokenBucket, Rate: -1, Period: time.Second}})
+	l := open(t, Options{Limits: map[string]Config{"api": tokenBucket(10, 10)}})
+	err := l.SetLimits(map[string]Config{"api": tokenBucket(20, 20), "bad": {Kind: TokenBucket, Rate: -1, Period: time.Second}})
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("SetLimits with a bad config = %v, want ErrInvalidConfig", err)
 	}
@@ -90,11 +78,7 @@ func TestSetLimitsRefusesABadConfigAndKeepsTheOld(t *testing.T) {
 // it comes back.
 func TestSetLimitsRemoveAndRestore(t *testing.T) {
 	clk := newClock()
-	l, err := Open(Options{Now: clk.Now, Limits: map[string]Config{"api": tokenBucket(10, 10)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"api": tokenBucket(10, 10)}})
 	grant(t, l, Request{Name: "api", Key: "k", Count: 7})
 	if err := l.SetLimits(map[string]Config{}); err != nil {
 		t.Fatal(err)
