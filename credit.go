@@ -75,13 +75,12 @@ func (l *Limiter) creditShards(d *limitDef, key string, count float64) error {
 		if err == nil && len(c.Members) > 0 {
 			err = l.decideCredit(c)
 		}
-		spill := 0.0
+		spill := 0.0 // none when no shard had room
 		for i := range c.Members {
 			spill += c.Members[i].Spill()
 		}
-		empty := len(c.Members) == 0
 		c.Release()
-		if err != nil || empty || spill <= d.perShard.Capacity*1e-12 { // rounding, not a race
+		if err != nil || spill <= d.perShard.Capacity*1e-12 { // rounding, not a race
 			return err
 		}
 		count = spill
