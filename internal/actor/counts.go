@@ -45,12 +45,16 @@ func (n *Counts) count(c *Call, granted bool) {
 }
 
 // countMember adds one independent member's outcome to n.
-func (n *Counts) countMember(m *Member) {
+func (n *Counts) countMember(m *Member) { n.countOne(m.Op, m.OK, m.RetryAfter > 0) }
+
+// countOne adds the outcome of one independent member of operation op:
+// granted or not and, if granted, whether with a wait (a reservation).
+func (n *Counts) countOne(op Op, ok, waits bool) {
 	switch {
-	case m.Op != OpTake:
-	case !m.OK:
+	case op != OpTake:
+	case !ok:
 		n.Denials++
-	case m.RetryAfter > 0:
+	case waits:
 		n.Grants++
 		n.Reservations++
 	default:

@@ -27,15 +27,8 @@ func DecideMember(m *Member, a, b *Item, now int64) {
 			m.Left = max(0, m.Count-(a.State.Value-before)) // Spill
 			return
 		}
-		d := a.Lim.Take(a.State, now, m.Count, m.Reserve)
-		m.OK, m.RetryAfter = d.OK, d.RetryAfter
-		left := d.Next
-		if !d.OK {
-			left = a.Lim.Project(a.State, now)
-		} else if m.Op == OpTake {
-			a.State, a.Write = d.Next, true
-		}
-		m.Left, m.UntilFull = left.Value, a.Lim.UntilFull(left, now)
+		prior, next := takeOne(m, a, now)
+		describeOne(m, a.Lim, prior, next, now)
 		return
 	}
 	pr := a.Lim.TakeTwo(a.State, b.State, now, m.Count, m.Reserve)
@@ -51,6 +44,31 @@ func DecideMember(m *Member, a, b *Item, now int64) {
 			b.State, b.Write = pr.B, true
 		}
 	}
+}
+
+// takeOne decides m, a take or check of bucket a alone, at now: it sets
+// m.OK and, on a granted take, a's new state (and Write). It returns a's
+// state before and after the take, for describeOne; m.RetryAfter, Left
+// and UntilFull are left to it.
+func takeOne(m *Member, a *Item, now int64) (prior, next bucket.State) {
+	prior = a.State
+	next, m.OK = a.Lim.Try(prior, now, m.Count, m.Reserve)
+	if m.OK && m.Op == OpTake {
+		a.State, a.Write = next, true
+	}
+	return prior, next
+}
+
+// describeOne fills the outputs of m that takeOne left (RetryAfter, Left,
+// UntilFull) from the states it returned: arithmetic on values only, which
+// a partition's caller runs after releasing its mutex.
+func describeOne(m *Member, l *bucket.Limit, prior, next bucket.State, now int64) {
+	m.RetryAfter = l.Wait(prior, next, m.OK, now, m.Count, m.Reserve)
+	left := next
+	if !m.OK {
+		left = l.Project(prior, now)
+	}
+	m.Left, m.UntilFull = left.Value, l.UntilFull(left, now)
 }
 
 // decideAll decides every member in order, each seeing the ones before it,

@@ -33,8 +33,14 @@ func (p *Partition) decideLocked(m msg) {
 // top of this file), as a call of that one member would be decided. False
 // means nothing was done (the partition is busy, stopped or keeps a log):
 // send a call instead. it.Err reports a refusal, as in a call.
+//
+// The mutex is held for the decision only: the clock is read before it
+// is taken (again under it if another caller has since decided later),
+// and a take's wait and the rest of mem's outputs are worked out after it
+// is released, from the states the decision saw.
 func (g *Group) DecideAlone(it *Item, mem *Member) bool {
 	p := g.parts[it.Part]
+	now := g.clock()
 	p.mu.Lock()
 	if !p.idleLocked() {
 		p.mu.Unlock()
@@ -42,10 +48,23 @@ func (g *Group) DecideAlone(it *Item, mem *Member) bool {
 	}
 	ran := false
 	defer crashUnlessRan(&ran)
-	p.setNow(0)
-	p.decideSingle(it, mem)
+	p.setNow(now)
+	if mem.Op == OpCredit || p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets {
+		p.decideSingle(it, mem)
+		ran = true
+		p.mu.Unlock()
+		return true
+	}
+	p.loadItem(it)
+	prior, next := takeOne(mem, it, p.now)
+	p.counts.countOne(mem.Op, mem.OK, next.Value < 0) // a grant waits exactly when in debt (bucket.Limit.Wait)
+	if it.Write {
+		p.store(it)
+	}
+	now = p.now
 	ran = true
 	p.mu.Unlock()
+	describeOne(mem, it.Lim, prior, next, now)
 	return true
 }
 

@@ -38,11 +38,11 @@ func FuzzWaits(f *testing.F) {
 		if count > l.MaxCount(reserve) {
 			return // can never succeed: the wait saturates or is a bound
 		}
-		if _, ok := l.take(s, now+d.RetryAfter, count, reserve); !ok {
+		if _, ok := l.Try(s, now+d.RetryAfter, count, reserve); !ok {
 			t.Fatalf("denied %+v at %d: retry after %d still denied", s, now, d.RetryAfter)
 		}
 		if d.RetryAfter > 0 {
-			if _, ok := l.take(s, now+d.RetryAfter-1, count, reserve); ok {
+			if _, ok := l.Try(s, now+d.RetryAfter-1, count, reserve); ok {
 				t.Fatalf("denied %+v at %d: retry after %d is late by at least 1 ns", s, now, d.RetryAfter)
 			}
 		}

@@ -13,27 +13,42 @@ type Decision struct {
 }
 
 // Take decides a request for count tokens from bucket s at now. Denials
-// leave s unchanged; grants return the state to store.
+// leave s unchanged; grants return the state to store. It is Try, then
+// Wait.
 func (l *Limit) Take(s State, now int64, count float64, reserve bool) Decision {
-	next, ok := l.take(s, now, count, reserve)
+	next, ok := l.Try(s, now, count, reserve)
+	d := Decision{Next: next, OK: ok, RetryAfter: l.Wait(s, next, ok, now, count, reserve)}
 	if !ok {
-		guess := l.waitFor(l.Project(s, now), now, count-l.debtAllowed(reserve))
-		return Decision{Next: s, RetryAfter: l.settle(guess, s.TS, now, func(d int64) bool {
-			_, ok := l.take(s, after(now, d), count, reserve)
-			return ok
-		})}
+		d.Next = s
 	}
-	return Decision{Next: next, OK: true, RetryAfter: l.untilRepaid(next, now)}
+	return d
 }
 
-// take is the decision without the wait arithmetic. A debt beyond the
-// float64 range (-Inf, only possible with unlimited reservations of
-// astronomical counts) is refused: it could never be repaid (-Inf + Inf is
-// NaN), so granting it would disable the bucket for good.
-func (l *Limit) take(s State, now int64, count float64, reserve bool) (State, bool) {
-	next := l.Project(s, now)
+// Try is the decision of Take without its wait: the state after taking
+// count tokens from s at now, and whether the request is granted. A debt
+// beyond the float64 range (-Inf, only possible with unlimited
+// reservations of astronomical counts) is refused: it could never be
+// repaid (-Inf + Inf is NaN), so granting it would disable the bucket for
+// good.
+func (l *Limit) Try(s State, now int64, count float64, reserve bool) (next State, ok bool) {
+	next = l.Project(s, now)
 	next.Value -= count
 	return next, next.Value >= -l.debtAllowed(reserve) && !math.IsInf(next.Value, -1)
+}
+
+// Wait is Take's RetryAfter for the request Try decided (s the bucket
+// before, next and ok what Try returned): the decision's arithmetic on
+// values only, so a caller may run it after releasing whatever guards s.
+// A grant's wait is positive exactly when next is in debt.
+func (l *Limit) Wait(s, next State, ok bool, now int64, count float64, reserve bool) int64 {
+	if ok {
+		return l.untilRepaid(next, now)
+	}
+	guess := l.waitFor(l.Project(s, now), now, count-l.debtAllowed(reserve))
+	return l.settle(guess, s.TS, now, func(d int64) bool {
+		_, ok := l.Try(s, after(now, d), count, reserve)
+		return ok
+	})
 }
 
 // waitFor estimates how long projected state p needs until it holds need

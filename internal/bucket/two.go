@@ -43,8 +43,8 @@ func (l *Limit) TakeTwo(a, b State, now int64, count float64, reserve bool) Pair
 }
 
 func (l *Limit) takeTwo(a, b State, now int64, count float64, reserve bool) Pair {
-	na, okA := l.take(a, now, count, reserve)
-	nb, okB := l.take(b, now, count, reserve)
+	na, okA := l.Try(a, now, count, reserve)
+	nb, okB := l.Try(b, now, count, reserve)
 	switch {
 	case okA && (!okB || na.Value >= nb.Value):
 		return Pair{A: na, B: b, WriteA: true, OK: true}
@@ -58,7 +58,7 @@ func (l *Limit) takeTwo(a, b State, now int64, count float64, reserve bool) Pair
 	}
 	// Each shard must give a non-negative part: a negative part would mint
 	// tokens on one shard to pay for the other. A debt beyond float64 is
-	// refused as in take.
+	// refused as in Try.
 	if half < -l.debtAllowed(reserve) || math.IsInf(half, -1) || pa.Value < half || pb.Value < half {
 		return Pair{A: a, B: b}
 	}
