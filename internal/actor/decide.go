@@ -63,11 +63,11 @@ func takeOne(m *Member, a *Item, now int64) (prior, next bucket.State) {
 // UntilFull) from the states it returned: arithmetic on values only, which
 // a partition's caller runs after releasing its mutex.
 func describeOne(m *Member, l *bucket.Limit, prior, next bucket.State, now int64) {
-	m.RetryAfter = l.Wait(prior, next, m.OK, now, m.Count, m.Reserve)
 	left := next
 	if !m.OK {
 		left = l.Project(prior, now)
 	}
+	m.RetryAfter = l.Wait(prior, left, m.OK, now, m.Count, m.Reserve)
 	m.Left, m.UntilFull = left.Value, l.UntilFull(left, now)
 }
 

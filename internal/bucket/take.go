@@ -17,11 +17,10 @@ type Decision struct {
 // Wait.
 func (l *Limit) Take(s State, now int64, count float64, reserve bool) Decision {
 	next, ok := l.Try(s, now, count, reserve)
-	d := Decision{Next: next, OK: ok, RetryAfter: l.Wait(s, next, ok, now, count, reserve)}
 	if !ok {
-		d.Next = s
+		return Decision{Next: s, RetryAfter: l.Wait(s, l.Project(s, now), false, now, count, reserve)}
 	}
-	return d
+	return Decision{Next: next, OK: true, RetryAfter: l.Wait(s, next, true, now, count, reserve)}
 }
 
 // Try is the decision of Take without its wait: the state after taking
@@ -36,15 +35,16 @@ func (l *Limit) Try(s State, now int64, count float64, reserve bool) (next State
 	return next, next.Value >= -l.debtAllowed(reserve) && !math.IsInf(next.Value, -1)
 }
 
-// Wait is Take's RetryAfter for the request Try decided (s the bucket
-// before, next and ok what Try returned): the decision's arithmetic on
-// values only, so a caller may run it after releasing whatever guards s.
-// A grant's wait is positive exactly when next is in debt.
-func (l *Limit) Wait(s, next State, ok bool, now int64, count float64, reserve bool) int64 {
+// Wait is Take's RetryAfter for the request Try decided: s is the bucket
+// before, ok what Try returned, and at the state after, Try's next when
+// granted or Project(s, now) when denied. It is arithmetic on values only,
+// so a caller may run it after releasing whatever guards s. A grant's wait
+// is positive exactly when next is in debt.
+func (l *Limit) Wait(s, at State, ok bool, now int64, count float64, reserve bool) int64 {
 	if ok {
-		return l.untilRepaid(next, now)
+		return l.untilRepaid(at, now)
 	}
-	guess := l.waitFor(l.Project(s, now), now, count-l.debtAllowed(reserve))
+	guess := l.waitFor(at, now, count-l.debtAllowed(reserve))
 	return l.settle(guess, s.TS, now, func(d int64) bool {
 		_, ok := l.Try(s, after(now, d), count, reserve)
 		return ok
