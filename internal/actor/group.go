@@ -125,7 +125,10 @@ func (g *Group) Decide(ctx context.Context, c *Call) (abandoned bool, err error)
 		c.cancel = ctx.Done() != nil
 		c.oneMsg = true // one message, so one waiter at a time: c.w
 		p := g.parts[c.Items[0].Part]
-		if !p.sendDecide(msg{call: c, kind: kindDecide, hi: int32(len(c.Items))}) {
+		c.spanNow = g.clock() // read before the partition's mutex, not under it
+		ok := p.sendDecide(msg{call: c, kind: kindDecide, hi: int32(len(c.Items))})
+		c.spanNow = 0
+		if !ok {
 			g.failAll(c)
 			c.oneMsg = false
 			return false, nil
