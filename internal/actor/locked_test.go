@@ -13,8 +13,9 @@ import (
 // DecideAlone (clock read before the mutex, wait worked out after it)
 // decides as a call of the same one member does: the same outputs, the
 // same stored states and the same counts, over a random stream of takes
-// and checks (what Limit and Check send it), with and without reservations, on token buckets and
-// fixed windows, while the clock steps forward and, now and then, back.
+// and checks (what Limit and Check send it), with and without
+// reservations, on token buckets and fixed windows, while the clock steps
+// forward and, now and then, back.
 func TestDecideAloneMatchesCall(t *testing.T) {
 	lims := []*bucket.Limit{
 		{Kind: bucket.TokenBucket, Rate: 10, Period: int64(time.Second), Capacity: 5},
