@@ -46,12 +46,20 @@
 // makes more of them than processors: two callers then rarely meet on one
 // partition, where one of them would park.
 //
+// In memory mode an idle partition is simpler still: a caller decides on
+// it under its mutex, as a striped lock would (locked.go), and a lone
+// request on one bucket needs no Call at all (Group.DecideAlone). The
+// mutex is held for the decision alone: the clock is read before it is
+// taken, and the request's wait, tokens left and time until full are
+// worked out after it is released, from the states the decision saw.
+//
 // # The bucket table
 //
 // A partition's buckets are in its own hash table (table.go), not a Go map:
 // an entry is one cache line, keyed by the bucket's seeded 64-bit hash
 // (bucket.TableHash: keys cannot be chosen to collide) and verified against the
-// full id; growth splits one subtable of at most 4096 slots at a time. While deciding a batch, a partition touches the table lines of the
+// full id; growth splits one subtable of at most 4096 slots at a time.
+// While deciding a batch, a partition touches the table lines of the
 // next 32 items ahead (prefetch.go), so that with millions of buckets the
 // cache misses of a batch overlap instead of queueing one after another.
 // Caller and partition exchange a pooled Call whose first member and items
