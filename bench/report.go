@@ -315,8 +315,9 @@ func ratioIn(a, b *result, f func(*result) float64) float64 {
 }
 
 // computeRatios fills Ratios of every ours cell against each comparable
-// baseline cell (see comparable) of the same scenario and callers, and, for cells of ours outside memory
-// mode, against ours in memory mode in the same variant ("memory").
+// baseline cell (see comparable) of the same scenario and callers, and,
+// for cells of ours outside memory mode, against ours in memory mode in
+// the same variant ("memory").
 func computeRatios(rs []*result, baselines []*implementation) {
 	for _, r := range rs {
 		if r.Impl != "ours" {

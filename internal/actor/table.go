@@ -7,9 +7,9 @@ import (
 )
 
 // table is a partition's bucket map, keyed by the bucket's 64-bit table
-// hash (Item.Hash: bucket.TableHash and bucket.ShardHash) and verified against the full id on every hit; the
-// (astronomically rare) ids whose hash is taken by another live id are
-// kept, exactly, in an overflow map.
+// hash (Item.Hash: bucket.TableHash and bucket.ShardHash) and verified
+// against the full id on every hit; the (astronomically rare) ids whose
+// hash is taken by another live id are kept, exactly, in an overflow map.
 //
 // It is an extendible-hashing directory of small open-addressing
 // subtables (linear probing, backward-shift deletion), rather than a Go
