@@ -94,7 +94,11 @@ func openOn(opts Options, s store.Store) (*Limiter, error) {
 	}
 	n := opts.Partitions
 	if n == 0 {
-		n = min(partitionsPerProc*runtime.GOMAXPROCS(0), MaxPartitions)
+		per := memoryPartitionsPerProc
+		if l.wal != nil {
+			per = partitionsPerProc
+		}
+		n = min(per*runtime.GOMAXPROCS(0), MaxPartitions)
 	}
 	l.group = actor.NewGroup(n, log, l.now)
 	l.group.SetMaxBuckets(max(orDefault(opts.MaxBuckets, DefaultMaxBuckets), 0))

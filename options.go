@@ -23,10 +23,11 @@ type Options struct {
 	// nearest time inside them.
 	Now func() time.Time
 	// Partitions is the number of actor partitions (owners of buckets);
-	// 0 means 8 x GOMAXPROCS, at most MaxPartitions. A caller that finds
-	// its partition idle decides on its own goroutine, so idle partitions
-	// cost nothing, and more of them make two callers meeting on one (one
-	// of them then waits) rarer.
+	// 0 means 8 x GOMAXPROCS with Path set and 16 x GOMAXPROCS in memory,
+	// at most MaxPartitions. A caller that finds its partition idle
+	// decides on its own goroutine, so idle partitions cost nothing, and
+	// more of them make two callers meeting on one (one of them then
+	// waits) rarer.
 	Partitions int
 	// LockTimeout bounds how long Open waits for another process's lock on
 	// Path; 0 means DefaultLockTimeout, < 0 tries once without waiting.
@@ -87,11 +88,16 @@ const (
 	MaxPartitions           = 1 << 12
 )
 
-// partitionsPerProc is the default number of partitions per processor:
-// enough that concurrent callers rarely meet on one partition, few enough
-// that LimitMany, which sends one message per partition it touches, still
-// batches well.
-const partitionsPerProc = 8
+// The default numbers of partitions per processor: enough that concurrent
+// callers rarely meet on one partition, few enough that LimitMany, which
+// sends one message per partition it touches, still batches well. In
+// memory a partition is little more than a striped lock with its table,
+// so more pay; with a log, every partition a commit's cohort touches adds
+// its own batch of records, so fewer do.
+const (
+	partitionsPerProc       = 8
+	memoryPartitionsPerProc = 16
+)
 
 // orDefault returns d, or def when d is 0; a negative d (disabled) stays.
 func orDefault[T ~int | ~int64](d, def T) T {

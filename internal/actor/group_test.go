@@ -70,7 +70,7 @@ func TestDistinct(t *testing.T) {
 	}
 }
 
-// With exactly 256 partitions (the default, 8 x GOMAXPROCS, on a
+// With exactly 256 partitions (the default with a log, 8 x GOMAXPROCS, on a
 // 32-processor machine), a non-atomic call whose items are not in
 // partition order is grouped without overrunning countingSort's stack
 // array of counters (it once panicked: 257 counters used in 256).
