@@ -283,7 +283,11 @@ func run(cfg *config, stdout, stderr io.Writer) int {
 // measure runs cells, which plan ordered, and appends their results to
 // o.results: each (scenario, callers) group's cells round-robin, cfg.runs
 // times, so that every run of ours has the other implementations measured
-// right beside it. Failures go to o.failures and, as they happen, stderr.
+// right beside it. Each run of a group starts one cell further along the
+// group than the one before, so that no cell always follows the same one
+// (a durable cell leaves the disk writing back, say) or always comes first
+// after the previous group. Failures go to o.failures and, as they happen,
+// stderr.
 func (o *outcome) measure(cells []*cell, prog *progress, started time.Time) {
 	cfg := o.cfg
 	r := newRunner(cfg.wl, slices.Max(cfg.callers), cfg.batch)
@@ -299,8 +303,14 @@ func (o *outcome) measure(cells []*cell, prog *progress, started time.Time) {
 			j++
 		}
 		per := make([][]*result, j-i)
+		group := cells[i:j]
+		if i == 0 {
+			o.warmUp(r, group, prog)
+		}
 		for n := range cfg.runs {
-			for k, c := range cells[i:j] {
+			for m := range group {
+				k := (m + n) % len(group)
+				c := group[k]
 				done++
 				of := ""
 				if cfg.runs > 1 {
@@ -330,6 +340,18 @@ func (o *outcome) measure(cells []*cell, prog *progress, started time.Time) {
 		i = j
 	}
 	prog.clear()
+}
+
+// warmUp runs the first group's cells once and discards the results: the
+// first cells of a process pay for its cold start (the heap's first growth
+// faults fresh pages in from the kernel, and the caches and branch
+// predictors are cold), which would otherwise fall on whichever cell is
+// measured first. A failure here shows again when the cell is measured.
+func (o *outcome) warmUp(r *runner, group []*cell, prog *progress) {
+	for _, c := range group {
+		prog.update("warming up: %s, %d callers, %s", c.sc.name, c.callers, c.label())
+		_, _ = r.run(c, o.cfg.batch)
+	}
 }
 
 // runnable returns the implementations of impls that can run, and notes,
