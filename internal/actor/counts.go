@@ -44,9 +44,6 @@ func (n *Counts) count(c *Call, granted bool) {
 	}
 }
 
-// countMember adds one independent member's outcome to n.
-func (n *Counts) countMember(m *Member) { n.countOne(m.Op, m.OK, m.RetryAfter > 0) }
-
 // countOne adds the outcome of one independent member of operation op:
 // granted or not and, if granted, whether with a wait (a reservation).
 func (n *Counts) countOne(op Op, ok, waits bool) {

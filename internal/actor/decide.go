@@ -71,6 +71,22 @@ func describeOne(m *Member, l *bucket.Limit, prior, next bucket.State, now int64
 	m.Left, m.UntilFull = left.Value, l.UntilFull(left, now)
 }
 
+// undescribed is what decideSingle leaves of a take or a check: the
+// states describeOne works out the member's other outputs from. Its zero
+// value leaves nothing (a refusal, a credit).
+type undescribed struct {
+	lim         *bucket.Limit
+	prior, next bucket.State
+	now         int64
+}
+
+// finish fills m's outputs that decideSingle left, if any.
+func (u *undescribed) finish(m *Member) {
+	if u.lim != nil {
+		describeOne(m, u.lim, u.prior, u.next, u.now)
+	}
+}
+
 // decideAll decides every member in order, each seeing the ones before it,
 // and reports whether all were granted. When not, nothing is to be written.
 func decideAll(c *Call, now int64) bool {

@@ -167,30 +167,37 @@ func (p *Partition) decideItems(m msg) (wrote bool) {
 	for i := m.lo; i < m.hi; i++ { // one item per member (see Call.Atomic)
 		p.touchItem(m, i+prefetchWindow)
 		it := &c.Items[i]
-		if p.decideSingle(it, &c.Members[it.member]) {
-			wrote = true
-		}
+		mem := &c.Members[it.member]
+		var u undescribed
+		p.decideSingle(it, mem, &u)
+		u.finish(mem)
+		wrote = wrote || it.Write
 	}
 	return wrote
 }
 
-// decideSingle decides mem, a member of the one bucket it, and stores what
-// it grants; it reports whether it stored anything. A refusal (ErrFull)
-// is set on it.
-func (p *Partition) decideSingle(it *Item, mem *Member) (wrote bool) {
+// decideSingle decides mem, a member of the one bucket it, and stores
+// what it grants (it.Write reports it); a refusal (ErrFull) is set on
+// it. A take's or a check's wait, tokens left and time until full are
+// left to u's finish, which needs nothing of the partition: a caller
+// holding the partition's mutex runs it after.
+func (p *Partition) decideSingle(it *Item, mem *Member, u *undescribed) {
 	if p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets && p.refusesOp(it, mem.Op) {
 		it.Err = ErrFull
 		p.counts.Refused++
-		return false
+		return
 	}
 	p.loadItem(it)
-	DecideMember(mem, it, nil, p.now)
-	p.counts.countMember(mem)
+	if mem.Op == OpCredit {
+		DecideMember(mem, it, nil, p.now)
+	} else {
+		u.prior, u.next = takeOne(mem, it, p.now)
+		u.lim, u.now = it.Lim, p.now
+	}
+	p.counts.countOne(mem.Op, mem.OK, u.next.Value < 0) // a grant waits exactly when in debt (bucket.Limit.Wait)
 	if it.Write {
 		p.store(it)
-		return true
 	}
-	return false
 }
 
 // commit stores m's Write items and releases m's holds.

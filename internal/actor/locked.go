@@ -49,22 +49,11 @@ func (g *Group) DecideAlone(it *Item, mem *Member) bool {
 	ran := false
 	defer crashUnlessRan(&ran)
 	p.setNow(now)
-	if mem.Op == OpCredit || p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets {
-		p.decideSingle(it, mem)
-		ran = true
-		p.mu.Unlock()
-		return true
-	}
-	p.loadItem(it)
-	prior, next := takeOne(mem, it, p.now)
-	p.counts.countOne(mem.Op, mem.OK, next.Value < 0) // a grant waits exactly when in debt (bucket.Limit.Wait)
-	if it.Write {
-		p.store(it)
-	}
-	now = p.now
+	var u undescribed
+	p.decideSingle(it, mem, &u)
 	ran = true
 	p.mu.Unlock()
-	describeOne(mem, it.Lim, prior, next, now)
+	u.finish(mem)
 	return true
 }
 
