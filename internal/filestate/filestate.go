@@ -54,14 +54,31 @@ type Contents struct {
 // limiter's file (or no meta page is valid), and wal.ErrVersion when a
 // newer version wrote it.
 func Read(path string) (*Contents, error) {
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if err := lockShared(f); err != nil {
+	return ReadFile(f)
+}
+
+// Open opens the file at path for reading, holding a shared lock on it
+// until it is closed, so that no limiter writes it meanwhile; the error
+// wraps wal.ErrLocked while a limiter has the file open.
+func Open(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
 		return nil, err
 	}
+	if err := lockShared(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// ReadFile is Read of a file opened with Open.
+func ReadFile(f *os.File) (*Contents, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err

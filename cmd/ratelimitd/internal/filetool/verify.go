@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/internal/boltcheck"
 	"github.com/seed7fbd42b6/ratelimit/internal/filestate"
 	"github.com/seed7fbd42b6/ratelimit/internal/wal"
@@ -22,14 +22,14 @@ var ErrDamaged = errors.New("damaged")
 // other error when the file could not be checked (it does not exist, a
 // limiter has it open).
 func Verify(w io.Writer, path string) error {
-	f, err := os.Open(path)
+	f, err := filestate.Open(path)
+	if errors.Is(err, wal.ErrLocked) {
+		return fmt.Errorf("%w: a limiter has the file open (back a live file up through the admin API)", ratelimit.ErrLocked)
+	}
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := lockShared(f); err != nil {
-		return err
-	}
 	st, err := f.Stat()
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func Verify(w io.Writer, path string) error {
 	if err := boltcheck.Check(f, st.Size()); err != nil {
 		problems = append(problems, err)
 	}
-	c, err := filestate.Read(path)
+	c, err := filestate.ReadFile(f)
 	switch {
 	case errors.Is(err, wal.ErrCorrupt):
 		problems = append(problems, err)
