@@ -182,16 +182,27 @@ type oursRedis struct {
 	prefix string
 }
 
-func openOursRedis(e *cellEnv) (impl, error) {
+// redisCell readies the run's server for a cell (see prepare) and
+// returns it, a client with a pool of pool connections, and the cell's
+// key prefix.
+func redisCell(e *cellEnv, pool int) (*redisServer, *redis.Client, string, error) {
 	s, err := redisFor(e)
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
 	prefix, err := s.prepare()
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
-	c, err := s.client(redisPool)
+	c, err := s.client(pool)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return s, c, prefix, nil
+}
+
+func openOursRedis(e *cellEnv) (impl, error) {
+	s, c, prefix, err := redisCell(e, redisPool)
 	if err != nil {
 		return nil, err
 	}

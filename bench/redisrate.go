@@ -47,15 +47,7 @@ func openRedisRate(e *cellEnv) (impl, error) {
 		}
 		limits[d] = redis_rate.Limit{Rate: int(d.rate), Burst: int(d.capacity), Period: 1e9}
 	}
-	s, err := redisFor(e)
-	if err != nil {
-		return nil, err
-	}
-	prefix, err := s.prepare()
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.client(e.callers)
+	s, c, prefix, err := redisCell(e, e.callers)
 	if err != nil {
 		return nil, err
 	}
