@@ -151,13 +151,7 @@ func evalServiceTargets(gs []serviceGoal, rs []*serviceResult, sc *serviceConfig
 			out = append(out, t)
 			continue
 		}
-		if len(t.Runs) < 2 {
-			t.Runs = nil
-		}
-		t.Status = targetMissed
-		if compare(t.Value, g.op, g.threshold) {
-			t.Status = targetMet
-		}
+		t.judge()
 		out = append(out, t)
 	}
 	return out

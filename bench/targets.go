@@ -163,16 +163,22 @@ func evalTargets(ts []target, rs []*result) []targetResult {
 				tr.Runs = append(tr.Runs, f(r))
 			}
 		}
-		if len(tr.Runs) < 2 {
-			tr.Runs = nil
-		}
-		tr.Status = targetMissed
-		if compare(tr.Value, t.op, t.threshold) {
-			tr.Status = targetMet
-		}
+		tr.judge()
 		out = append(out, tr)
 	}
 	return out
+}
+
+// judge sets the status of a measured target from its Value, and drops
+// Runs unless there were several.
+func (t *targetResult) judge() {
+	if len(t.Runs) < 2 {
+		t.Runs = nil
+	}
+	t.Status = targetMissed
+	if compare(t.Value, t.Op, t.Threshold) {
+		t.Status = targetMet
+	}
 }
 
 // compare reports whether x op y holds.
