@@ -225,13 +225,7 @@ func printServiceSummary(w io.Writer, o *serviceOutcome) {
 		fmt.Fprintf(w, "errors: none (%s OK, %s OVER_LIMIT answers)\n", fmtCount(int(ok)), fmtCount(int(over)))
 	} else {
 		fmt.Fprintln(w, "errors: FAILED (exit status 1):")
-		for i, f := range o.failures {
-			if i == summaryFailureLines-1 && len(o.failures) > summaryFailureLines {
-				fmt.Fprintf(w, "  and %d more: the FAIL lines on stderr list all\n", len(o.failures)-i)
-				break
-			}
-			fmt.Fprintf(w, "  %s\n", f)
-		}
+		printFailures(w, o.failures)
 	}
 	if cfg.verbose {
 		fmt.Fprintln(w, "Details follow; -json FILE writes every figure.")

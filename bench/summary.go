@@ -136,13 +136,7 @@ func printSummary(w io.Writer, o *outcome) {
 		fmt.Fprintf(w, "correctness: every cell passed the admitted-token check, with no errors\n")
 	} else {
 		fmt.Fprintln(w, "correctness: FAILED (exit status 1):")
-		for i, f := range o.failures {
-			if i == summaryFailureLines-1 && len(o.failures) > summaryFailureLines {
-				fmt.Fprintf(w, "  and %d more: the FAIL lines on stderr list all\n", len(o.failures)-i)
-				break
-			}
-			fmt.Fprintf(w, "  %s\n", f)
-		}
+		printFailures(w, o.failures)
 	}
 	if o.cfg.verbose {
 		fmt.Fprintln(w, "Details follow; -json FILE writes every figure, -chart FILE.png|.svg draws them.")
@@ -308,4 +302,16 @@ func (o *outcome) printSummaryRatios(w io.Writer, rows []summaryRow) bool {
 // line writes s without trailing blanks.
 func line(w io.Writer, s string) {
 	fmt.Fprintln(w, strings.TrimRight(s, " "))
+}
+
+// printFailures lists failures, one a line, at most summaryFailureLines
+// lines in all.
+func printFailures(w io.Writer, failures []string) {
+	for i, f := range failures {
+		if i == summaryFailureLines-1 && len(failures) > summaryFailureLines {
+			fmt.Fprintf(w, "  and %d more: the FAIL lines on stderr list all\n", len(failures)-i)
+			return
+		}
+		fmt.Fprintf(w, "  %s\n", f)
+	}
 }
