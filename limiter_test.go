@@ -6,6 +6,8 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -152,6 +154,28 @@ func TestCanceledContext(t *testing.T) {
 			wantValue(t, l, "a", "k", 5) // neither consumed nor reset
 			wantValue(t, l, "s", "k", 35)
 			wantValue(t, l, "b", "k", 5)
+		})
+	}
+}
+
+// Options.Partitions 0 is 16 partitions per processor in memory and 8
+// with a file; a number given is kept.
+func TestDefaultPartitions(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	for _, c := range []struct {
+		name  string
+		opts  Options
+		parts int
+	}{
+		{"memory", Options{}, min(16*procs, MaxPartitions)},
+		{"file", Options{Path: filepath.Join(t.TempDir(), "l.db")}, min(8*procs, MaxPartitions)},
+		{"given", Options{Partitions: 3}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := open(t, c.opts)
+			if got := l.Stats().Partitions; got != c.parts {
+				t.Errorf("%d partitions, want %d", got, c.parts)
+			}
 		})
 	}
 }
