@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -206,5 +207,31 @@ func TestParseFlags(t *testing.T) {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// The first group's cells run once more, unmeasured, before it; every
+// run of a group starts one cell further along the group than the run
+// before. Three fake baselines log their opens: with ours first, the
+// group is ours, fa, fb, fc.
+func TestRunsRotateAfterAWarmUp(t *testing.T) {
+	var opens []string
+	for _, name := range []string{"fa", "fb", "fc"} {
+		hbRegister(t, &implementation{name: name, mode: "memory", open: func(e *cellEnv) (impl, error) {
+			opens = append(opens, fmt.Sprintf("%s@%d", name, e.callers))
+			return &hbFake{rateMul: 1, b: map[mapKey]*rate.Limiter{}}, nil
+		}})
+	}
+	cfg := hbSmall(t, []string{"memory"}, []string{"fa", "fb", "fc"})
+	cfg.callers, cfg.runs = []int{1, 4}, 3
+	if status, _, errOut := hbMain(t, cfg); status != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", status, errOut)
+	}
+	want := strings.Fields(`
+		fa@1 fb@1 fc@1
+		fa@1 fb@1 fc@1  fa@1 fb@1 fc@1  fb@1 fc@1 fa@1
+		fa@4 fb@4 fc@4  fa@4 fb@4 fc@4  fb@4 fc@4 fa@4`)
+	if !slices.Equal(opens, want) {
+		t.Errorf("opens\n%v\nwant (a warm-up of the first group, then runs starting at ours, fa, fb)\n%v", opens, want)
 	}
 }
