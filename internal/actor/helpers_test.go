@@ -45,6 +45,8 @@ type fakeLog struct {
 	recs     []wal.Record  // everything appended
 	commit   error         // what Committed reports when not held
 	appended chan struct{} // if set, one token per Append (non-blocking)
+	owned    int           // AppendOwn calls
+	ownOpen  bool          // an AppendOwn has had no CommitNow yet
 }
 
 func (l *fakeLog) Append(recs []wal.Record, w wal.Waiter) {
@@ -66,13 +68,33 @@ func (l *fakeLog) Append(recs []wal.Record, w wal.Waiter) {
 	w.Committed(err)
 }
 
+func (l *fakeLog) AppendOwn(recs []wal.Record, w wal.Waiter) {
+	l.mu.Lock()
+	l.owned++
+	l.ownOpen = true
+	l.mu.Unlock()
+	l.Append(recs, w)
+}
+
+// ownState is how many AppendOwn calls there were and whether the last
+// has had no CommitNow yet.
+func (l *fakeLog) ownState() (owned int, open bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.owned, l.ownOpen
+}
+
 func (l *fakeLog) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
 }
 
-func (l *fakeLog) CommitNow() {}
+func (l *fakeLog) CommitNow() {
+	l.mu.Lock()
+	l.ownOpen = false
+	l.mu.Unlock()
+}
 
 func (l *fakeLog) setErr(err error) {
 	l.mu.Lock()
@@ -416,8 +438,9 @@ func newAsyncLog(t testing.TB) *asyncLog {
 
 func (l *asyncLog) Append(_ []wal.Record, w wal.Waiter) { l.ch <- w }
 
-func (l *asyncLog) Err() error { return nil }
-func (l *asyncLog) CommitNow() {}
+func (l *asyncLog) AppendOwn(recs []wal.Record, w wal.Waiter) { l.Append(recs, w) }
+func (l *asyncLog) Err() error                                { return nil }
+func (l *asyncLog) CommitNow()                                {}
 
 // twoParts returns buckets x on partition 0 and y on partition 1.
 func twoParts(g *Group, lim *bucket.Limit) (x, y Item) {

@@ -10,8 +10,10 @@ import (
 // Append must not block on disk and must call w.Committed exactly once.
 // CommitNow may commit what is pending on the caller's goroutine (a caller
 // about to wait for its own commit calls it, holding no partition).
+// AppendOwn is Append for a batch whose caller calls CommitNow next.
 type Log interface {
 	Append(recs []wal.Record, w wal.Waiter)
+	AppendOwn(recs []wal.Record, w wal.Waiter)
 	Err() error // sticky failure; nil while healthy
 	CommitNow()
 }
@@ -19,9 +21,10 @@ type Log interface {
 // NopLog is the memory-mode log: everything is "committed" at once.
 type NopLog struct{}
 
-func (NopLog) Append(_ []wal.Record, w wal.Waiter) { w.Committed(nil) }
-func (NopLog) Err() error                          { return nil }
-func (NopLog) CommitNow()                          {}
+func (NopLog) Append(_ []wal.Record, w wal.Waiter)         { w.Committed(nil) }
+func (l NopLog) AppendOwn(recs []wal.Record, w wal.Waiter) { l.Append(recs, w) }
+func (NopLog) Err() error                                  { return nil }
+func (NopLog) CommitNow()                                  {}
 
 // batchWaiter releases one batch's writing messages after their commit.
 type batchWaiter struct{ msgs []msg }

@@ -67,6 +67,7 @@ type Partition struct {
 	ahead      prefetcher         // how far this batch's lookups were touched
 	lastItems  int                // items of the largest message in the last batch
 	solo       [1]msg             // the batch of a caller that runs its own message
+	lone       *Call              // a call run by its caller, who calls CommitNow next (sendDecide)
 }
 
 func newPartition(log Log, clock func() int64) *Partition {
@@ -136,7 +137,9 @@ func (p *Partition) sendDecide(m msg) bool {
 		p.runOwn(m)
 		p.leave(c)
 	} else {
+		p.lone = c // Group.Decide calls CommitNow after this if c waits
 		p.runOwn(m)
+		p.lone = nil
 		p.leave(nil)
 	}
 	ran = true
@@ -336,9 +339,11 @@ func (p *Partition) flush() {
 		return
 	}
 	var w wal.Waiter
+	own := false
 	if m := p.pending[0]; len(p.pending) == 1 && m.call.oneMsg {
 		m.call.w.m = m
 		w = &m.call.w
+		own = m.call == p.lone
 	} else {
 		bw := waiterPool.Get().(*batchWaiter)
 		bw.msgs = append(bw.msgs, p.pending...)
@@ -346,7 +351,11 @@ func (p *Partition) flush() {
 	}
 	clear(p.pending)
 	p.pending = p.pending[:0]
-	p.log.Append(p.recs, w)
+	if own {
+		p.log.AppendOwn(p.recs, w)
+	} else {
+		p.log.Append(p.recs, w)
+	}
 	clear(p.recs)
 	p.recs = p.recs[:0]
 }

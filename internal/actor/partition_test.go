@@ -66,6 +66,32 @@ func TestCallerRunsIdlePartition(t *testing.T) {
 	}
 }
 
+// A durable call that its caller runs on an idle partition hands its
+// records to AppendOwn, and Group.Decide then calls CommitNow, so the
+// log need not wake its writer for the caller's own commit. Records no
+// CommitNow follows (a call over two partitions) go to Append. With
+// ACTOR_QUEUE_ONLY=1 the partitions' goroutines run every call: Append.
+func TestLoneCallerAppendsOwn(t *testing.T) {
+	fl := &fakeLog{}
+	g := newGroup(t, 2, fl, frozen)
+	x, y := twoParts(g, tokenLim(10))
+	want := 0
+	if inlineMode(g) {
+		want = 1
+	}
+	decide(t, g, takeCall(1, x))
+	if owned, open := fl.ownState(); owned != want || open {
+		t.Fatalf("after a lone call: %d AppendOwn calls (want %d), one without CommitNow: %v", owned, want, open)
+	}
+	decide(t, g, takeCall(1, x, y))
+	if owned, open := fl.ownState(); owned != want || open {
+		t.Fatalf("after a call over two partitions: %d AppendOwn calls (want %d), one without CommitNow: %v", owned, want, open)
+	}
+	if got := len(fl.records()); got != 3 {
+		t.Fatalf("%d records logged, want 3", got)
+	}
+}
+
 // Messages that queue while a caller holds a partition are run by that
 // caller (one more batch) or, if more arrive meanwhile, handed to the
 // partition's goroutine: none is left behind.

@@ -15,8 +15,10 @@
 // batches grow with load (pipelining), with no timer. Before each commit the
 // writer yields while the pending batch still grows (twice at most), so the
 // callers it has just released can append first and share the commit instead
-// of waiting for the next one. A caller must be acknowledged only after its
-// waiter's Committed(nil).
+// of waiting for the next one. A caller alone commits on its own goroutine
+// instead: AppendOwn then CommitNow commits its batch without waking the
+// writer while no commit runs and the last one had a single waiter. A
+// caller must be acknowledged only after its waiter's Committed(nil).
 //
 // Recovery: load the snapshot (package snapshot) tagged with position P,
 // then Log.Replay(P, ...). Snapshots truncate the log with Log.TruncateTx
@@ -45,8 +47,9 @@
 //
 // A Log is safe for concurrent use. Append, Err, Position, Written and Stats
 // may be called from any goroutine; Err, Position, Written and Stats are
-// atomic loads. Committed is called from the writer goroutine, outside any
-// lock of the Log, and must not block (nor call Close). Replay should run
+// atomic loads. Committed is called from the goroutine that commits (the
+// writer, or a caller in CommitNow), outside any lock of the Log, and must
+// not block (nor call Close). Replay should run
 // before the first Append.
 //
 // Two Logs on one file exclude each other with bbolt's flock, also within

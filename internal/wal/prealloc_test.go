@@ -289,7 +289,8 @@ func TestPreallocatorKeepsAMargin(t *testing.T) {
 	}
 }
 
-// A lone caller that commits its own appends (CommitNow) uses up the
+// A lone caller that commits its own appends (AppendOwn, CommitNow), and
+// so never wakes the writer with an append, uses up the
 // zeros; once less than half a step is left, the writer is woken to top
 // them up, so the log never runs on a sparse tail for long.
 func TestPreallocateToppedUpAfterCallersCommit(t *testing.T) {
@@ -304,12 +305,15 @@ func TestPreallocateToppedUpAfterCallersCommit(t *testing.T) {
 			t.Fatalf("%d commits of 4 KB, %d bytes used: the file was never topped up past %d", i, usedBytes(t, l), start)
 		}
 		w := make(chanWaiter, 1)
-		l.Append([]Record{{Name: "n", Key: key + strconv.Itoa(i), Value: 1, TS: int64(i)}}, w)
+		l.AppendOwn([]Record{{Name: "n", Key: key + strconv.Itoa(i), Value: 1, TS: int64(i)}}, w)
 		l.CommitNow()
 		if err := <-w; err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The file grows while the writer writes the chunk, inside a write
+	// transaction: a commit waits for it to end.
+	appendWait(t, l, Record{Name: "n", Key: "after", Value: 1})
 	if used := usedBytes(t, l); fileSize(t, path)-used < n/2 {
 		t.Fatalf("topped up to %d with %d used: less than half a step ahead", fileSize(t, path), used)
 	}

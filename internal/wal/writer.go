@@ -40,7 +40,16 @@ func (b *pendingBatch) release(err error) {
 // is appended. With no records, w is a barrier: it is called once every
 // record appended before it is durable (with nil, or the sticky error),
 // without a commit of its own.
-func (l *Log) Append(recs []Record, w Waiter) {
+func (l *Log) Append(recs []Record, w Waiter) { l.append(recs, w, false) }
+
+// AppendOwn is Append for a caller that calls CommitNow next, on the same
+// goroutine: when that CommitNow will commit the batch (see lone), the
+// writer is not woken for it, a wake-up the caller would only race.
+// A caller that does not call CommitNow next must use Append, or its
+// batch may wait for the next Append, commit or Close.
+func (l *Log) AppendOwn(recs []Record, w Waiter) { l.append(recs, w, true) }
+
+func (l *Log) append(recs []Record, w Waiter, own bool) {
 	for _, r := range recs {
 		if err := CheckRecord(r); err != nil {
 			w.Committed(err)
@@ -74,10 +83,21 @@ func (l *Log) Append(recs []Record, w Waiter) {
 	}
 	b.count += len(recs)
 	b.waiters = append(b.waiters, w)
+	wake := wasEmpty && !(own && l.lone())
 	l.mu.Unlock()
-	if wasEmpty {
+	if wake {
 		l.signal()
 	}
+}
+
+// lone reports, with l.mu held, whether a CommitNow would commit what is
+// pending now itself. Until that CommitNow, whoever changes this makes
+// sure the batch is committed: an awake writer commits what is pending
+// before it waits again, a committer wakes the writer if something is
+// pending when it is done, and a commit with several waiters (crowd) takes
+// the pending batch with it.
+func (l *Log) lone() bool {
+	return l.idleWriter && !l.committing && !l.crowd && !l.closing
 }
 
 func (l *Log) signal() {
@@ -154,7 +174,7 @@ func (l *Log) commitPending() {
 // while the caller holds anything the commit's waiters need.
 func (l *Log) CommitNow() {
 	l.mu.Lock()
-	if !l.idleWriter || l.committing || l.crowd || l.pending.empty() || l.closing {
+	if !l.lone() || l.pending.empty() {
 		l.mu.Unlock()
 		return
 	}

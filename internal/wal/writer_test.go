@@ -269,3 +269,75 @@ func TestReleasedProducersShareTheNextCommit(t *testing.T) {
 			st.Commits, rounds, producers, limit)
 	}
 }
+
+// A lone caller's AppendOwn leaves the writer asleep: the CommitNow that
+// follows commits on the caller's goroutine, so the waiter has been
+// called when it returns. Once that has happened, nothing wakes the writer
+// again (no preallocation), so every later round must go the same way;
+// with a wake-up per append the writer would take some of the commits and
+// finish them after CommitNow returned.
+func TestAppendOwnCommitsOnTheCallersGoroutine(t *testing.T) {
+	const rounds = 200
+	l := mustOpen(t, tempPath(t), Options{Preallocate: -1})
+	first := -1 // the first round committed by the caller
+	for i := range rounds {
+		w := make(chanWaiter, 1)
+		l.AppendOwn([]Record{{Name: "n", Key: "k", Value: float64(i)}}, w)
+		l.CommitNow()
+		select {
+		case err := <-w:
+			if err != nil {
+				t.Fatalf("round %d: Committed: %v", i, err)
+			}
+			if first < 0 {
+				first = i
+			}
+		default:
+			if first >= 0 {
+				t.Fatalf("round %d: committed by the writer after CommitNow returned, though the caller committed round %d itself", i, first)
+			}
+			if err := <-w; err != nil {
+				t.Fatalf("round %d: Committed: %v", i, err)
+			}
+		}
+	}
+	if first < 0 {
+		t.Fatalf("no round of %d was committed by its caller", rounds)
+	}
+	if st := l.Stats(); st.Records != rounds {
+		t.Fatalf("%d records committed, want %d", st.Records, rounds)
+	}
+}
+
+// AppendOwn strands nothing when others append and commit at the same
+// time: every waiter hears its commit, whether its batch was committed by
+// its own CommitNow, another caller's or the writer.
+func TestAppendOwnAmongOthers(t *testing.T) {
+	const producers, rounds = 8, 200
+	l := mustOpen(t, tempPath(t), Options{})
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := make(chanWaiter, 1)
+			for i := range rounds {
+				recs := []Record{{Name: "p", Key: "k", Shard: uint32(p), Value: float64(i)}}
+				if (p+i)%3 == 0 {
+					l.Append(recs, w)
+				} else {
+					l.AppendOwn(recs, w)
+					l.CommitNow()
+				}
+				if err := <-w; err != nil {
+					t.Errorf("producer %d round %d: Committed: %v", p, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if st := l.Stats(); st.Records != producers*rounds {
+		t.Fatalf("%d records committed, want %d", st.Records, producers*rounds)
+	}
+}
