@@ -39,6 +39,29 @@ func mustOpen(t *testing.T, path string, opts Options) *Log {
 	return l
 }
 
+// produce runs producers goroutines, each appending a record of its own
+// in rounds with add (producer p, round i) and waiting for its commit
+// before the next, and returns when they are done.
+func produce(t *testing.T, producers, rounds int, add func(p, i int, recs []Record, w Waiter)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := make(chanWaiter, 1)
+			for i := range rounds {
+				add(p, i, []Record{{Name: "p", Key: "k", Shard: uint32(p), Value: float64(i)}}, w)
+				if err := <-w; err != nil {
+					t.Errorf("producer %d round %d: Committed: %v", p, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // appendWait appends recs and waits for the commit.
 func appendWait(t *testing.T, l *Log, recs ...Record) {
 	t.Helper()

@@ -242,22 +242,7 @@ func TestReleasedProducersShareTheNextCommit(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	const producers, rounds = 8, 50
 	l := mustOpen(t, tempPath(t), Options{})
-	var wg sync.WaitGroup
-	for p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := make(chanWaiter, 1)
-			for i := range rounds {
-				l.Append([]Record{{Name: "p", Key: "k", Shard: uint32(p), Value: float64(i)}}, w)
-				if err := <-w; err != nil {
-					t.Errorf("Committed: %v", err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	produce(t, producers, rounds, func(_, _ int, recs []Record, w Waiter) { l.Append(recs, w) })
 	st := l.Stats()
 	if st.Records != producers*rounds {
 		t.Fatalf("%d records committed, want %d", st.Records, producers*rounds)
@@ -315,28 +300,14 @@ func TestAppendOwnCommitsOnTheCallersGoroutine(t *testing.T) {
 func TestAppendOwnAmongOthers(t *testing.T) {
 	const producers, rounds = 8, 200
 	l := mustOpen(t, tempPath(t), Options{})
-	var wg sync.WaitGroup
-	for p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := make(chanWaiter, 1)
-			for i := range rounds {
-				recs := []Record{{Name: "p", Key: "k", Shard: uint32(p), Value: float64(i)}}
-				if (p+i)%3 == 0 {
-					l.Append(recs, w)
-				} else {
-					l.AppendOwn(recs, w)
-					l.CommitNow()
-				}
-				if err := <-w; err != nil {
-					t.Errorf("producer %d round %d: Committed: %v", p, i, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	produce(t, producers, rounds, func(p, i int, recs []Record, w Waiter) {
+		if (p+i)%3 == 0 {
+			l.Append(recs, w)
+			return
+		}
+		l.AppendOwn(recs, w)
+		l.CommitNow()
+	})
 	if st := l.Stats(); st.Records != producers*rounds {
 		t.Fatalf("%d records committed, want %d", st.Records, producers*rounds)
 	}
