@@ -290,9 +290,9 @@ func TestPreallocatorKeepsAMargin(t *testing.T) {
 }
 
 // A lone caller that commits its own appends (AppendOwn, CommitNow), and
-// so never wakes the writer with an append, uses up the
-// zeros; once less than half a step is left, the writer is woken to top
-// them up, so the log never runs on a sparse tail for long.
+// so never wakes the writer with an append, uses up the zeros; once less
+// than half a step is left, the writer is woken to top them up, so the log
+// never runs on a sparse tail for long.
 func TestPreallocateToppedUpAfterCallersCommit(t *testing.T) {
 	const n = 1 << 20
 	path := tempPath(t)
