@@ -17,7 +17,7 @@ func (g *Group) Counts() Counts {
 	for i := range g.parts {
 		g.Run(i, func(p *Partition) {
 			n.Grants += p.counts.Grants
-			n.Denials += p.counts.Denials
+			n.Denials += p.counts.Denials + p.denials.denied()
 			n.Reservations += p.counts.Reservations
 			n.Refused += p.counts.Refused
 			n.Live += p.buckets.len()

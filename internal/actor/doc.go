@@ -52,6 +52,11 @@
 // mutex is held for the decision alone: the clock is read before it is
 // taken, and the request's wait, tokens left and time until full are
 // worked out after it is released, from the states the decision saw.
+// A bucket at its limit is read far more often than it changes: once it
+// has denied the same request a few times running, its state is published
+// (denial.go, a sequence lock of atomic words), and that request is then
+// denied from the published state without the mutex, until anything
+// writes the bucket or an executor runs the partition.
 //
 // # The bucket table
 //

@@ -23,7 +23,11 @@ func (p *Partition) decideLocked(m msg) {
 	ran := false
 	defer crashUnlessRan(&ran)
 	p.setNow(m.call.spanNow)
-	p.decideItems(m)
+	if p.decideItems(m) {
+		for i := m.lo; i < m.hi; i++ {
+			p.denials.wrote(&m.call.Items[i])
+		}
+	}
 	m.call.finished = true
 	ran = true
 }
@@ -37,10 +41,17 @@ func (p *Partition) decideLocked(m msg) {
 // The mutex is held for the decision only: the clock is read before it
 // is taken (again under it if another caller has since decided later),
 // and a take's wait and the rest of mem's outputs are worked out after it
-// is released, from the states the decision saw.
+// is released, from the states the decision saw. A denial of a bucket
+// the partition holds is published, and the same request is then denied
+// again without the mutex while nothing has changed (see denial.go).
 func (g *Group) DecideAlone(it *Item, mem *Member) bool {
 	p := g.parts[it.Part]
 	now := g.clock()
+	var u undescribed
+	if mem.Op != OpCredit && p.denials.repeat(it, mem, now, g.clock, &u) {
+		u.finish(mem)
+		return true
+	}
 	p.mu.Lock()
 	if !p.idleLocked() {
 		p.mu.Unlock()
@@ -49,8 +60,8 @@ func (g *Group) DecideAlone(it *Item, mem *Member) bool {
 	ran := false
 	defer crashUnlessRan(&ran)
 	p.setNow(now)
-	var u undescribed
 	p.decideSingle(it, mem, &u)
+	p.decided(it, mem)
 	ran = true
 	p.mu.Unlock()
 	u.finish(mem)
@@ -99,6 +110,7 @@ func (g *Group) decideLocked(c *Call) bool {
 			for i := r.lo; i < r.hi; i++ {
 				if it := &c.Items[i]; it.Write && it.canon == i {
 					p.store(it)
+					p.denials.wrote(it)
 				}
 			}
 		}

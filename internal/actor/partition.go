@@ -68,6 +68,14 @@ type Partition struct {
 	lastItems  int                // items of the largest message in the last batch
 	solo       [1]msg             // the batch of a caller that runs its own message
 	lone       *Call              // a call run by its caller, who calls CommitNow next (sendDecide)
+	// denials is the last denial decided under mu, which callers may
+	// repeat without it (see denial.go); allocated on its own, so that it
+	// starts a cache line and shares none with the fields written under mu.
+	denials *denials
+	// denied is the table hash of the bucket last denied under mu, and
+	// deniedRun how many times running (see decided).
+	denied    uint64
+	deniedRun int
 }
 
 func newPartition(log Log, clock func() int64) *Partition {
@@ -83,6 +91,7 @@ func newPartition(log Log, clock func() int64) *Partition {
 		parked:  make(map[BucketID][]msg),
 		last:    math.MinInt64, // clocks may read before 1970
 		dropped: math.MinInt64,
+		denials: new(denials),
 	}
 }
 
@@ -164,6 +173,7 @@ func (p *Partition) enter(m msg, begin bool) (run, ok bool) {
 		return false, true
 	}
 	p.busy = true
+	p.denials.begin()
 	p.mu.Unlock()
 	return true, true
 }
@@ -196,6 +206,7 @@ func (p *Partition) leave(inline *Call) {
 		inline.inline, inline.finished = false, inline.remaining.Load() == 0
 	}
 	p.busy = false
+	p.denials.end()
 	// Hand what is left to the goroutine (and let a stopping one exit).
 	p.unlockWaking(p.sleeping && (len(p.inbox) > 0 || p.stopped))
 }
@@ -256,6 +267,7 @@ func (p *Partition) next(limit int) []msg {
 		p.mu.Lock()
 	}
 	p.busy = true
+	p.denials.begin()
 	batch := p.inbox
 	p.inbox = p.spare[:0]
 	p.mu.Unlock()
@@ -265,6 +277,7 @@ func (p *Partition) next(limit int) []msg {
 func (p *Partition) stop() {
 	p.mu.Lock()
 	p.stopped = true
+	p.denials.changed()
 	p.unlockWaking(p.sleeping)
 	<-p.exited
 }
@@ -287,6 +300,7 @@ func (p *Partition) run() {
 		p.mu.Lock()
 		p.spare = batch[:0]
 		p.busy = false
+		p.denials.end()
 		p.mu.Unlock()
 	}
 }

@@ -1,0 +1,234 @@
+package actor
+
+import (
+	"math"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+)
+
+// Repeating a denial without the mutex. A bucket at its limit is read far
+// more often than it changes. Once DecideAlone has denied the same bucket
+// publishAfter times running under the partition's mutex, it publishes
+// the request (bucket, limit, count, reserve) and the bucket's state; a
+// caller that brings the same request is then decided from that state
+// with no lock, and when it is denied again that is the answer. The
+// answer is the one the mutex would give at the caller's clock reading:
+// the same state, the same arithmetic, nothing written. A grant, or any
+// other outcome, goes through the mutex as before; a grant of the
+// published bucket publishes its new state.
+//
+// The record is a sequence lock. The partition's epoch is odd while an
+// executor holds the partition's token (and may change anything) and
+// while the record is being written; a write of the published bucket
+// under the mutex moves it on. A reader uses the record only when the
+// epoch is even, equals the epoch the record was published at, and is
+// the same after every field has been read. Every field is atomic, so a
+// reader never sees a torn string: keys are kept as words, and only keys
+// of at most denialKeyBytes bytes are published.
+
+// denialKeyBytes is the longest key a published denial carries.
+const denialKeyBytes = 32
+
+// publishAfter is how many denials of one bucket in a row, with no other
+// bucket denied in between, make it worth publishing.
+const publishAfter = 4
+
+// denialStripes spreads the counts of unlocked denials over cache lines,
+// so that callers on different processors seldom write the same one.
+const denialStripes = 32
+
+// stripe picks the caller's stripe from the address of its stack, which
+// differs between goroutines and seldom changes for one: a caller keeps
+// writing the same line, and callers seldom share one.
+func stripe() uint32 {
+	var x byte
+	a := uint64(uintptr(unsafe.Pointer(&x)))
+	return uint32((a>>11)*0x9E3779B97F4A7C15>>32) % denialStripes
+}
+
+// denials is a partition's published denial.
+type denials struct {
+	epoch  atomic.Uint64 // see the top of this file
+	pub    atomic.Uint64 // the epoch the record was published at
+	hash   atomic.Uint64 // the bucket's Item.Hash
+	lim    atomic.Pointer[bucket.Limit]
+	shard  atomic.Uint32
+	keyLen atomic.Uint32
+	key    [denialKeyBytes / 8]atomic.Uint64
+
+	count   atomic.Uint64 // math.Float64bits of the request's count
+	reserve atomic.Bool
+	value   atomic.Uint64 // math.Float64bits of the state's value
+	ts      atomic.Int64  // the state's ts
+	now     atomic.Int64  // the reading the decision was made at
+	_       [16]byte      // the counts start a cache line of their own
+
+	counts [denialStripes]struct {
+		n atomic.Uint64
+		_ [56]byte
+	}
+}
+
+// begin makes the epoch odd: the partition's state may change outside
+// its mutex until end. Called with p.mu held.
+func (d *denials) begin() { d.epoch.Add(1) }
+
+// end makes the epoch even again. Called with p.mu held.
+func (d *denials) end() { d.epoch.Add(1) }
+
+// changed moves the epoch on, so that the record no longer applies.
+// Called with p.mu held.
+func (d *denials) changed() { d.epoch.Add(2) }
+
+// decided follows DecideAlone's decision of mem on it's bucket at p.now,
+// with p.mu held. A bucket that the table holds and that is denied
+// publishAfter times running (no other bucket denied here in between) is
+// published: publishing costs a few atomic stores, spent on buckets at
+// their limit rather than on every denial. A grant that wrote the
+// published bucket publishes its new state, so that a bucket at its
+// limit, granted now and then, stays published.
+func (p *Partition) decided(it *Item, mem *Member) {
+	d := p.denials
+	switch {
+	case it.Err != nil || mem.Op == OpCredit:
+		d.wrote(it)
+	case !mem.OK:
+		if it.ref == nil { // not in the table: a record would not apply
+			return
+		}
+		if p.denied != it.Hash {
+			p.denied, p.deniedRun = it.Hash, 0
+		}
+		if p.deniedRun++; p.deniedRun >= publishAfter || d.holds(it) {
+			d.publish(it, mem, p.now)
+		}
+	case it.Write && d.holds(it):
+		d.publish(it, mem, p.now)
+	}
+}
+
+// wrote moves the epoch on if it was written and is the record's bucket.
+// Called with p.mu held, after a decision under it.
+func (d *denials) wrote(it *Item) {
+	if it.Write && d.holds(it) {
+		d.changed()
+	}
+}
+
+// holds reports whether the record is of it's bucket (the table hash
+// first: most misses end there).
+func (d *denials) holds(it *Item) bool {
+	return d.hash.Load() == it.Hash && d.lim.Load() == it.Lim && d.shard.Load() == it.ID.Shard && d.keyIs(it.ID.Key)
+}
+
+// publish records mem's decision on it's bucket, whose state is now
+// it.State, at now. Called with p.mu held.
+func (d *denials) publish(it *Item, mem *Member, now int64) {
+	if len(it.ID.Key) > denialKeyBytes {
+		d.changed()
+		return
+	}
+	s := it.State
+	e := d.epoch.Add(1)
+	// Fields that already hold their value are not stored again: a
+	// bucket that keeps denying republishes only its state.
+	if d.hash.Load() != it.Hash {
+		d.hash.Store(it.Hash)
+	}
+	if d.lim.Load() != it.Lim {
+		d.lim.Store(it.Lim)
+	}
+	if d.shard.Load() != it.ID.Shard {
+		d.shard.Store(it.ID.Shard)
+	}
+	if !d.keyIs(it.ID.Key) {
+		d.keyLen.Store(uint32(len(it.ID.Key)))
+		var w [denialKeyBytes / 8]uint64
+		packKey(&w, it.ID.Key)
+		for i := range w {
+			d.key[i].Store(w[i])
+		}
+	}
+	if c := math.Float64bits(mem.Count); d.count.Load() != c {
+		d.count.Store(c)
+	}
+	if d.reserve.Load() != mem.Reserve {
+		d.reserve.Store(mem.Reserve)
+	}
+	d.value.Store(math.Float64bits(s.Value))
+	d.ts.Store(s.TS)
+	d.now.Store(now)
+	d.pub.Store(e + 1)
+	d.epoch.Store(e + 1)
+}
+
+// repeat decides mem on it's bucket at now from the published denial,
+// if it applies: a take or check of the same count and reserve on the
+// same bucket, under the same limit, with nothing changed since and a
+// reading no earlier than the denial's, that is still denied. It fills
+// mem.OK and u as decideSingle would, counts the denial, and reports
+// whether it did.
+func (d *denials) repeat(it *Item, mem *Member, now int64, clock func() int64, u *undescribed) bool {
+	e := d.epoch.Load()
+	if e&1 != 0 || d.pub.Load() != e || !d.holds(it) ||
+		d.count.Load() != math.Float64bits(mem.Count) || d.reserve.Load() != mem.Reserve {
+		return false
+	}
+	s := bucket.State{Value: math.Float64frombits(d.value.Load()), TS: d.ts.Load()}
+	at := d.now.Load()
+	if d.epoch.Load() != e {
+		return false
+	}
+	if now < at {
+		// Read before the denial's reading: read again, as the mutex's
+		// holder would (Partition.setNow).
+		if now = clock(); now < at {
+			return false
+		}
+	}
+	next, ok := it.Lim.Try(s, now, mem.Count, mem.Reserve)
+	if ok {
+		return false
+	}
+	mem.OK = false
+	it.State = s
+	u.prior, u.next, u.lim, u.now = s, next, it.Lim, now
+	if mem.Op == OpTake {
+		d.counts[stripe()].n.Add(1)
+	}
+	return true
+}
+
+// keyIs reports whether the published key is key.
+func (d *denials) keyIs(key string) bool {
+	if len(key) > denialKeyBytes || d.keyLen.Load() != uint32(len(key)) {
+		return false
+	}
+	var w [denialKeyBytes / 8]uint64
+	packKey(&w, key)
+	for i := range w {
+		if d.key[i].Load() != w[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// denied is how many denials were repeated without the mutex.
+func (d *denials) denied() uint64 {
+	var n uint64
+	for i := range d.counts {
+		n += d.counts[i].n.Load()
+	}
+	return n
+}
+
+// packKey puts key (at most denialKeyBytes bytes) into w, little-endian,
+// the rest zero.
+func packKey(w *[denialKeyBytes / 8]uint64, key string) {
+	for i := 0; i < len(key); i++ {
+		w[i/8] |= uint64(key[i]) << (8 * (i % 8))
+	}
+}

@@ -1,0 +1,256 @@
+package actor
+
+// Repeating denials without the mutex (denial.go).
+
+import (
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+)
+
+// A denial repeated without the mutex is the decision a call makes: over a
+// random stream that keeps one bucket at its limit (small clock steps, the
+// same request again and again) and, in between, writes it and its
+// neighbours every way the partition can (grants, credits, resets, calls
+// over two partitions, executor runs), DecideAlone answers as calls do, and
+// the counts and stored states agree at the end. The stream must repeat
+// denials without the mutex, or it tests nothing.
+func TestRepeatedDenialMatchesCall(t *testing.T) {
+	lims := []*bucket.Limit{
+		{Kind: bucket.TokenBucket, Rate: 10, Period: int64(time.Second), Capacity: 5},
+		{Kind: bucket.TokenBucket, Rate: 3, Period: int64(time.Second), Capacity: 3, MaxReserved: 4},
+		{Kind: bucket.FixedWindow, Rate: 4, Period: int64(time.Second), Capacity: 4, MaxReserved: 2},
+	}
+	now := t0
+	clock := func() int64 { return now }
+	alone := NewGroup(2, NopLog{}, clock) // never QueueOnly: the path under test
+	alone.Start()
+	t.Cleanup(alone.Stop)
+	called := newGroup(t, 2, NopLog{}, clock)
+	rng := rand.New(rand.NewPCG(3, 4))
+	long := strings.Repeat("k", denialKeyBytes) // published; one byte more is not
+	keys := []string{"hot", "hot", "hot", "a", long, long + "k"}
+	both := func(c func() *Call, run func(*Group, *Call)) {
+		for _, g := range []*Group{alone, called} {
+			x := c()
+			run(g, x)
+			x.Release()
+		}
+	}
+	decideCall := func(g *Group, c *Call) { decide(t, g, c) }
+	for step := range 20000 {
+		li := rng.IntN(len(lims))
+		lim, name := lims[li], string(rune('p'+li))
+		key := keys[rng.IntN(len(keys))]
+		item := func(g *Group) Item { return itemFor(g, lim, name, key, 0) }
+		switch r := rng.IntN(100); {
+		case r < 10:
+			now += rng.Int64N(int64(20 * time.Millisecond))
+		case r < 11:
+			now -= rng.Int64N(int64(5 * time.Millisecond))
+		case r < 14:
+			count := float64(rng.IntN(3) + 1)
+			both(func() *Call { return oneCall(OpCredit, count, item(alone)) }, decideCall)
+		case r < 16:
+			both(func() *Call {
+				c := NewCall()
+				c.AddItem(item(alone), -1, false)
+				return c
+			}, func(g *Group, c *Call) { g.Reset(c) })
+		case r < 18:
+			alone.Run(int(item(alone).Part), func(*Partition) {})
+		case r < 22: // a call over both partitions (Group.decideLocked)
+			it := item(alone)
+			other := itemFor(alone, lim, name, keyOn(alone, name, 1-it.Part, 0), 0)
+			count := float64(rng.IntN(2) + 1)
+			both(func() *Call { return takeCall(count, it, other) }, decideCall)
+		default:
+			mem := Member{
+				Op:      []Op{OpTake, OpTake, OpTake, OpCheck}[rng.IntN(4)],
+				Count:   float64(rng.IntN(4)/3 + 1), // mostly 1: the same request again
+				Reserve: rng.IntN(4) == 0,
+				Second:  -1,
+			}
+			it := item(alone)
+			got := mem
+			if !alone.DecideAlone(&it, &got) {
+				t.Fatalf("step %d: DecideAlone on an idle memory partition declined", step)
+			}
+			c := NewCall()
+			c.Atomic = true
+			want := mem
+			want.First = c.AddItem(item(called), 0, false)
+			c.Members = append(c.Members, want)
+			decide(t, called, c)
+			want = c.Members[0]
+			want.First = 0
+			c.Release()
+			if got != want {
+				t.Fatalf("step %d (%v %v of %s/%s at %d):\nalone %+v\ncall  %+v", step, mem.Op, mem.Count, name, key, now, got, want)
+			}
+		}
+	}
+	var repeated uint64
+	for _, p := range alone.parts {
+		repeated += p.denials.denied()
+	}
+	if repeated < 1000 {
+		t.Errorf("%d denials were repeated without the mutex: the stream does not exercise the path", repeated)
+	}
+	if a, c := alone.Counts(), called.Counts(); a != c {
+		t.Errorf("counts alone %+v, by call %+v", a, c)
+	}
+	for li, lim := range lims {
+		for _, key := range keys {
+			a := itemFor(alone, lim, string(rune('p'+li)), key, 0)
+			sa, oka := state(t, alone, a)
+			sc, okc := state(t, called, a)
+			if sa != sc || oka != okc {
+				t.Errorf("%d/%s: stored %v %v alone, %v %v by call", li, key, sa, oka, sc, okc)
+			}
+		}
+	}
+}
+
+// A published denial applies to its own request only: not to another key
+// with the same table hash (a forged collision), nor to a key that shares
+// its first denialKeyBytes bytes, nor to another shard, which are other
+// buckets, full, that grant; nor to the same bucket read under another
+// limit, asked for another count or reserving, which are decided under
+// the mutex.
+func TestRepeatedDenialKeepsRequestsApart(t *testing.T) {
+	g := NewGroup(1, NopLog{}, frozen)
+	g.Start()
+	t.Cleanup(g.Stop)
+	lim := tokenLim(1)
+	long := strings.Repeat("x", denialKeyBytes)
+	for _, tc := range []struct {
+		name   string
+		key    string
+		other  func(*Item, *Member)
+		grants bool
+	}{
+		{"a key with the same hash", "x", func(it *Item, _ *Member) { it.ID.Key = "x\x00" }, true},
+		{"a longer key with the same prefix", long, func(it *Item, _ *Member) { it.ID.Key = long + "x" }, true},
+		{"another shard", "z", func(it *Item, _ *Member) { it.ID.Shard = 1 }, true},
+		{"another limit", "y", func(it *Item, _ *Member) { it.Lim = tokenLim(1) }, false},
+		{"another count", "w", func(_ *Item, m *Member) { m.Count = 0.5 }, false},
+		{"a reservation", "v", func(_ *Item, m *Member) { m.Reserve = true }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := g.parts[0]
+			it := itemFor(g, lim, "n", tc.key, 0)
+			for i := range publishAfter + 1 { // a grant, then denials until published
+				m := Member{Op: OpTake, Count: 1, Second: -1}
+				x := it
+				if !g.DecideAlone(&x, &m) || m.OK != (i == 0) {
+					t.Fatalf("take %d of %q: OK %v", i, tc.key, m.OK)
+				}
+			}
+			if !p.denials.holds(&it) {
+				t.Fatalf("the denials of %q were not published", tc.key)
+			}
+			x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
+			before := p.denials.denied()
+			if !g.DecideAlone(&x, &m) || m.OK || p.denials.denied() != before+1 {
+				t.Fatalf("the same request again: %+v, %d repeated (want %d)", m, p.denials.denied(), before+1)
+			}
+			x, m = it, Member{Op: OpTake, Count: 1, Second: -1}
+			tc.other(&x, &m) // same Hash and Part as it
+			before = p.denials.denied()
+			if !g.DecideAlone(&x, &m) || m.OK != tc.grants || p.denials.denied() != before {
+				t.Fatalf("%+v: %+v, %d repeated (want %d): decided from %q's denial", x.ID, m, p.denials.denied(), before, tc.key)
+			}
+		})
+	}
+}
+
+// Callers racing on one bucket at its limit, while executor runs and grants
+// of the bucket keep invalidating the published denial: every decision is
+// counted once, grants never exceed what the bucket held plus its refill,
+// and some denials were repeated without the mutex. Run it with -race: the
+// record is read while it is written.
+func TestRepeatedDenialsConcurrently(t *testing.T) {
+	const (
+		callers = 8
+		takes   = 3000
+		tick    = int64(time.Microsecond) // each clock reading moves time on
+	)
+	var clockNow atomic.Int64
+	clockNow.Store(t0)
+	clock := func() int64 { return clockNow.Add(tick) }
+	g := NewGroup(1, NopLog{}, clock)
+	g.Start()
+	t.Cleanup(g.Stop)
+	lim := &bucket.Limit{Kind: bucket.TokenBucket, Rate: 1000, Period: int64(time.Second), Capacity: 5}
+	it := itemFor(g, lim, "hot", "", 0)
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	runs := async(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				g.Run(0, func(*Partition) {})
+			}
+		}
+	})
+	for range callers {
+		wg.Go(func() {
+			for range takes {
+				x := it
+				m := Member{Op: OpTake, Count: 1, Second: -1}
+				if !g.DecideAlone(&x, &m) {
+					c := oneCall(OpTake, 1, it) // the partition was busy: as Limit does
+					decide(t, g, c)
+					m = c.Members[0]
+					c.Release()
+				}
+				if m.OK {
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-runs
+	n := g.Counts()
+	if total := n.Grants + n.Denials; total != callers*takes || n.Grants != uint64(granted.Load()) {
+		t.Errorf("counts %+v, want %d decisions of which %d grants", n, callers*takes, granted.Load())
+	}
+	elapsed := clockNow.Load() - t0
+	if limit := lim.Capacity + lim.Rate*float64(elapsed)/float64(lim.Period); float64(granted.Load()) > limit {
+		t.Errorf("%d grants in %v, more than the bucket's %v", granted.Load(), time.Duration(elapsed), limit)
+	}
+	if g.parts[0].denials.denied() == 0 {
+		t.Error("no denial was repeated without the mutex")
+	}
+}
+
+// A stopped partition repeats no denial: DecideAlone declines, as it does
+// without one published, and the caller's call reports the stop.
+func TestRepeatedDenialEndsAtStop(t *testing.T) {
+	g := NewGroup(1, NopLog{}, frozen)
+	g.Start()
+	it := itemFor(g, tokenLim(1), "n", "k", 0)
+	for range publishAfter + 1 {
+		x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
+		g.DecideAlone(&x, &m)
+	}
+	if !g.parts[0].denials.holds(&it) {
+		t.Fatal("the denials were not published")
+	}
+	g.Stop()
+	x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
+	if g.DecideAlone(&x, &m) {
+		t.Fatalf("DecideAlone on a stopped partition decided: %+v", m)
+	}
+}
