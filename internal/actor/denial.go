@@ -19,11 +19,11 @@ import (
 // other outcome, goes through the mutex as before; a grant of the
 // published bucket publishes its new state.
 //
-// The record is a sequence lock. The partition's epoch is odd while an
-// executor holds the partition's token (and may change anything) and
-// while the record is being written; a write of the published bucket
-// under the mutex moves it on. A reader uses the record only when the
-// epoch is even, equals the epoch the record was published at, and is
+// The record is a sequence lock. The partition's epoch is odd while the
+// record is being written; it moves on when an executor takes the
+// partition's token (and may change anything) and when the published
+// bucket is written under the mutex. A reader uses the record only when
+// the epoch is even, equals the epoch the record was published at, and is
 // the same after every field has been read. Every field is atomic, so a
 // reader never sees a torn string: keys are kept as words, and only keys
 // of at most denialKeyBytes bytes are published.
@@ -71,12 +71,17 @@ type denials struct {
 	}
 }
 
-// begin makes the epoch odd: the partition's state may change outside
-// its mutex until end. Called with p.mu held.
-func (d *denials) begin() { d.epoch.Add(1) }
-
-// end makes the epoch even again. Called with p.mu held.
-func (d *denials) end() { d.epoch.Add(1) }
+// invalidate makes the record apply no more, if it does: an executor is
+// taking the partition's token, and may change anything until it gives
+// it back (nothing is published meanwhile: DecideAlone publishes only on
+// an idle partition). Called with p.mu held. The epoch is written only
+// when a record applies, so that executors running a partition with
+// nothing published leave its readers' cache line alone.
+func (d *denials) invalidate() {
+	if d.pub.Load() == d.epoch.Load() {
+		d.changed()
+	}
+}
 
 // changed moves the epoch on, so that the record no longer applies.
 // Called with p.mu held.
@@ -113,7 +118,7 @@ func (p *Partition) decided(it *Item, mem *Member) {
 // Called with p.mu held, after a decision under it.
 func (d *denials) wrote(it *Item) {
 	if it.Write && d.holds(it) {
-		d.changed()
+		d.invalidate()
 	}
 }
 

@@ -254,3 +254,28 @@ func TestRepeatedDenialEndsAtStop(t *testing.T) {
 		t.Fatalf("DecideAlone on a stopped partition decided: %+v", m)
 	}
 }
+
+// A message the partition's goroutine runs (queued, not run by its
+// sender) ends the published denial too: after a credit run that way,
+// the same request is not denied from the state before it.
+func TestRepeatedDenialEndsWhenTheGoroutineRuns(t *testing.T) {
+	g := NewGroup(1, NopLog{}, frozen)
+	g.Start()
+	t.Cleanup(g.Stop)
+	it := itemFor(g, tokenLim(1), "n", "k", 0)
+	for range publishAfter + 1 {
+		x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
+		g.DecideAlone(&x, &m)
+	}
+	if !g.parts[0].denials.holds(&it) {
+		t.Fatal("the denials were not published")
+	}
+	g.QueueOnly() // from now on the goroutine runs every message
+	c := oneCall(OpCredit, 1, it)
+	decide(t, g, c)
+	c.Release()
+	x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
+	if g.DecideAlone(&x, &m) && !m.OK {
+		t.Fatalf("after a credit the goroutine ran, DecideAlone denied from the state before it: %+v", m)
+	}
+}

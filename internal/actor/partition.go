@@ -173,7 +173,7 @@ func (p *Partition) enter(m msg, begin bool) (run, ok bool) {
 		return false, true
 	}
 	p.busy = true
-	p.denials.begin()
+	p.denials.invalidate()
 	p.mu.Unlock()
 	return true, true
 }
@@ -206,7 +206,6 @@ func (p *Partition) leave(inline *Call) {
 		inline.inline, inline.finished = false, inline.remaining.Load() == 0
 	}
 	p.busy = false
-	p.denials.end()
 	// Hand what is left to the goroutine (and let a stopping one exit).
 	p.unlockWaking(p.sleeping && (len(p.inbox) > 0 || p.stopped))
 }
@@ -267,7 +266,7 @@ func (p *Partition) next(limit int) []msg {
 		p.mu.Lock()
 	}
 	p.busy = true
-	p.denials.begin()
+	p.denials.invalidate()
 	batch := p.inbox
 	p.inbox = p.spare[:0]
 	p.mu.Unlock()
@@ -277,7 +276,7 @@ func (p *Partition) next(limit int) []msg {
 func (p *Partition) stop() {
 	p.mu.Lock()
 	p.stopped = true
-	p.denials.changed()
+	p.denials.invalidate()
 	p.unlockWaking(p.sleeping)
 	<-p.exited
 }
@@ -300,7 +299,6 @@ func (p *Partition) run() {
 		p.mu.Lock()
 		p.spare = batch[:0]
 		p.busy = false
-		p.denials.end()
 		p.mu.Unlock()
 	}
 }
