@@ -21,17 +21,9 @@ import (
 // the counts and stored states agree at the end. The stream must repeat
 // denials without the mutex, or it tests nothing.
 func TestRepeatedDenialMatchesCall(t *testing.T) {
-	lims := []*bucket.Limit{
-		{Kind: bucket.TokenBucket, Rate: 10, Period: int64(time.Second), Capacity: 5},
-		{Kind: bucket.TokenBucket, Rate: 3, Period: int64(time.Second), Capacity: 3, MaxReserved: 4},
-		{Kind: bucket.FixedWindow, Rate: 4, Period: int64(time.Second), Capacity: 4, MaxReserved: 2},
-	}
+	lims := mixedLims()
 	now := t0
-	clock := func() int64 { return now }
-	alone := NewGroup(2, NopLog{}, clock) // never QueueOnly: the path under test
-	alone.Start()
-	t.Cleanup(alone.Stop)
-	called := newGroup(t, 2, NopLog{}, clock)
+	alone, called := aloneAndCalled(t, 2, func() int64 { return now })
 	rng := rand.New(rand.NewPCG(3, 4))
 	long := strings.Repeat("k", denialKeyBytes) // published; one byte more is not
 	keys := []string{"hot", "hot", "hot", "a", long, long + "k"}
@@ -81,16 +73,7 @@ func TestRepeatedDenialMatchesCall(t *testing.T) {
 			if !alone.DecideAlone(&it, &got) {
 				t.Fatalf("step %d: DecideAlone on an idle memory partition declined", step)
 			}
-			c := NewCall()
-			c.Atomic = true
-			want := mem
-			want.First = c.AddItem(item(called), 0, false)
-			c.Members = append(c.Members, want)
-			decide(t, called, c)
-			want = c.Members[0]
-			want.First = 0
-			c.Release()
-			if got != want {
+			if want := byCall(t, called, item(called), mem); got != want {
 				t.Fatalf("step %d (%v %v of %s/%s at %d):\nalone %+v\ncall  %+v", step, mem.Op, mem.Count, name, key, now, got, want)
 			}
 		}
@@ -105,16 +88,13 @@ func TestRepeatedDenialMatchesCall(t *testing.T) {
 	if a, c := alone.Counts(), called.Counts(); a != c {
 		t.Errorf("counts alone %+v, by call %+v", a, c)
 	}
+	var items []Item
 	for li, lim := range lims {
 		for _, key := range keys {
-			a := itemFor(alone, lim, string(rune('p'+li)), key, 0)
-			sa, oka := state(t, alone, a)
-			sc, okc := state(t, called, a)
-			if sa != sc || oka != okc {
-				t.Errorf("%d/%s: stored %v %v alone, %v %v by call", li, key, sa, oka, sc, okc)
-			}
+			items = append(items, itemFor(alone, lim, string(rune('p'+li)), key, 0))
 		}
 	}
+	sameStates(t, alone, called, items)
 }
 
 // A published denial applies to its own request only: not to another key
@@ -145,16 +125,7 @@ func TestRepeatedDenialKeepsRequestsApart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := g.parts[0]
 			it := itemFor(g, lim, "n", tc.key, 0)
-			for i := range publishAfter + 1 { // a grant, then denials until published
-				m := Member{Op: OpTake, Count: 1, Second: -1}
-				x := it
-				if !g.DecideAlone(&x, &m) || m.OK != (i == 0) {
-					t.Fatalf("take %d of %q: OK %v", i, tc.key, m.OK)
-				}
-			}
-			if !p.denials.holds(&it) {
-				t.Fatalf("the denials of %q were not published", tc.key)
-			}
+			publishDenial(t, g, it)
 			x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
 			before := p.denials.denied()
 			if !g.DecideAlone(&x, &m) || m.OK || p.denials.denied() != before+1 {
@@ -241,13 +212,7 @@ func TestRepeatedDenialEndsAtStop(t *testing.T) {
 	g := NewGroup(1, NopLog{}, frozen)
 	g.Start()
 	it := itemFor(g, tokenLim(1), "n", "k", 0)
-	for range publishAfter + 1 {
-		x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
-		g.DecideAlone(&x, &m)
-	}
-	if !g.parts[0].denials.holds(&it) {
-		t.Fatal("the denials were not published")
-	}
+	publishDenial(t, g, it)
 	g.Stop()
 	x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
 	if g.DecideAlone(&x, &m) {
@@ -263,13 +228,7 @@ func TestRepeatedDenialEndsWhenTheGoroutineRuns(t *testing.T) {
 	g.Start()
 	t.Cleanup(g.Stop)
 	it := itemFor(g, tokenLim(1), "n", "k", 0)
-	for range publishAfter + 1 {
-		x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
-		g.DecideAlone(&x, &m)
-	}
-	if !g.parts[0].denials.holds(&it) {
-		t.Fatal("the denials were not published")
-	}
+	publishDenial(t, g, it)
 	g.QueueOnly() // from now on the goroutine runs every message
 	c := oneCall(OpCredit, 1, it)
 	decide(t, g, c)

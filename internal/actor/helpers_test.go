@@ -749,3 +749,67 @@ func pruneSwept(t *testing.T, tb *table, m tableModel) tableModel {
 	}
 	return m
 }
+
+// mixedLims are a token bucket, a reservable one and a reservable fixed
+// window, for streams that must cover every kind.
+func mixedLims() []*bucket.Limit {
+	return []*bucket.Limit{
+		{Kind: bucket.TokenBucket, Rate: 10, Period: int64(time.Second), Capacity: 5},
+		{Kind: bucket.TokenBucket, Rate: 3, Period: int64(time.Second), Capacity: 3, MaxReserved: 4},
+		{Kind: bucket.FixedWindow, Rate: 4, Period: int64(time.Second), Capacity: 4, MaxReserved: 2},
+	}
+}
+
+// aloneAndCalled are two memory groups of n partitions on clock: alone
+// (never QueueOnly, so that DecideAlone decides) and called (as
+// ACTOR_QUEUE_ONLY says), to decide the same stream alone and by call.
+func aloneAndCalled(t testing.TB, n int, clock func() int64) (alone, called *Group) {
+	alone = NewGroup(n, NopLog{}, clock)
+	alone.Start()
+	t.Cleanup(alone.Stop)
+	return alone, newGroup(t, n, NopLog{}, clock)
+}
+
+// byCall decides mem, a member of the one bucket it, as a one-member
+// atomic call on g, and returns the member as decided (First 0).
+func byCall(t testing.TB, g *Group, it Item, mem Member) Member {
+	t.Helper()
+	c := NewCall()
+	c.Atomic = true
+	mem.First = c.AddItem(it, 0, false)
+	c.Members = append(c.Members, mem)
+	decide(t, g, c)
+	mem = c.Members[0]
+	mem.First = 0
+	c.Release()
+	return mem
+}
+
+// sameStates fails unless every bucket of items is stored alike, or
+// absent from both, in groups a and b.
+func sameStates(t testing.TB, a, b *Group, items []Item) {
+	t.Helper()
+	for _, it := range items {
+		sa, oka := state(t, a, it)
+		sb, okb := state(t, b, it)
+		if sa != sb || oka != okb {
+			t.Errorf("%+v: stored %v %v in one group, %v %v in the other", it.ID, sa, oka, sb, okb)
+		}
+	}
+}
+
+// publishDenial takes one token from it's bucket (capacity 1, frozen
+// clock) and then asks again until the denial is published, failing if
+// any answer is not what that bucket gives.
+func publishDenial(t testing.TB, g *Group, it Item) {
+	t.Helper()
+	for i := range publishAfter + 1 {
+		x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
+		if !g.DecideAlone(&x, &m) || m.OK != (i == 0) {
+			t.Fatalf("take %d of %+v: OK %v", i, it.ID, m.OK)
+		}
+	}
+	if !g.parts[it.Part].denials.holds(&it) {
+		t.Fatalf("the denials of %+v were not published", it.ID)
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
-
-	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // DecideAlone (clock read before the mutex, wait worked out after it)
@@ -17,17 +15,9 @@ import (
 // reservations, on token buckets and fixed windows, while the clock steps
 // forward and, now and then, back.
 func TestDecideAloneMatchesCall(t *testing.T) {
-	lims := []*bucket.Limit{
-		{Kind: bucket.TokenBucket, Rate: 10, Period: int64(time.Second), Capacity: 5},
-		{Kind: bucket.TokenBucket, Rate: 3, Period: int64(time.Second), Capacity: 3, MaxReserved: 4},
-		{Kind: bucket.FixedWindow, Rate: 4, Period: int64(time.Second), Capacity: 4, MaxReserved: 2},
-	}
+	lims := mixedLims()
 	now := t0
-	clock := func() int64 { return now }
-	alone := NewGroup(1, NopLog{}, clock) // never QueueOnly: the path under test
-	alone.Start()
-	t.Cleanup(alone.Stop)
-	called := newGroup(t, 1, NopLog{}, clock)
+	alone, called := aloneAndCalled(t, 1, func() int64 { return now })
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := []string{"a", "b", "c"}
 	for step := range 4000 {
@@ -54,23 +44,13 @@ func TestDecideAloneMatchesCall(t *testing.T) {
 			t.Fatalf("step %d: DecideAlone on an idle memory partition declined", step)
 		}
 
-		c := NewCall()
-		c.Atomic = true
-		want := mem
-		want.First = c.AddItem(itemFor(called, lim, name, key, 0), 0, false)
-		c.Members = append(c.Members, want)
-		decide(t, called, c)
-		want = c.Members[0]
-		want.First = 0
-		c.Release()
-
+		want := byCall(t, called, itemFor(called, lim, name, key, 0), mem)
 		if got != want {
 			t.Fatalf("step %d (%v %v of %s/%s at %d):\nalone %+v\ncall  %+v", step, mem.Op, mem.Count, name, key, now, got, want)
 		}
-		sa, oka := state(t, alone, it)
-		sc, okc := state(t, called, it)
-		if sa != sc || oka != okc {
-			t.Fatalf("step %d: stored %v %v alone, %v %v by call", step, sa, oka, sc, okc)
+		sameStates(t, alone, called, []Item{it})
+		if t.Failed() {
+			t.Fatalf("step %d", step)
 		}
 	}
 	if a, c := alone.Counts(), called.Counts(); a != c {
