@@ -41,9 +41,9 @@ func (p *Partition) decideLocked(m msg) {
 // The mutex is held for the decision only: the clock is read before it
 // is taken (again under it if another caller has since decided later),
 // and a take's wait and the rest of mem's outputs are worked out after it
-// is released, from the states the decision saw. A denial of a bucket
-// the partition holds is published, and the same request is then denied
-// again without the mutex while nothing has changed (see denial.go).
+// is released, from the states the decision saw. A bucket that keeps
+// denying the same request is published, and that request is then denied
+// without the mutex until the bucket changes (see denial.go).
 func (g *Group) DecideAlone(it *Item, mem *Member) bool {
 	p := g.parts[it.Part]
 	now := g.clock()

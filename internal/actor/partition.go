@@ -68,9 +68,9 @@ type Partition struct {
 	lastItems  int                // items of the largest message in the last batch
 	solo       [1]msg             // the batch of a caller that runs its own message
 	lone       *Call              // a call run by its caller, who calls CommitNow next (sendDecide)
-	// denials is the last denial decided under mu, which callers may
-	// repeat without it (see denial.go); allocated on its own, so that it
-	// starts a cache line and shares none with the fields written under mu.
+	// denials is the published denial, which callers may repeat without
+	// mu (see denial.go); allocated on its own, so that it starts a cache
+	// line and shares none with the fields written under mu.
 	denials *denials
 	// denied is the table hash of the bucket last denied under mu, and
 	// deniedRun how many times running (see decided).
