@@ -129,26 +129,19 @@ func (d *denials) holds(it *Item) bool {
 }
 
 // publish records mem's decision on it's bucket, whose state is now
-// it.State, at now. Called with p.mu held.
+// it.State, at now. Called with p.mu held. A key too long to publish
+// leaves the record as it is: it is of another bucket.
 func (d *denials) publish(it *Item, mem *Member, now int64) {
 	if len(it.ID.Key) > denialKeyBytes {
-		d.changed()
 		return
 	}
-	s := it.State
 	e := d.epoch.Add(1)
-	// Fields that already hold their value are not stored again: a
-	// bucket that keeps denying republishes only its state.
-	if d.hash.Load() != it.Hash {
+	// The request's identity is stored only when it changes: a bucket
+	// that keeps denying republishes only its state.
+	if !d.holds(it) {
 		d.hash.Store(it.Hash)
-	}
-	if d.lim.Load() != it.Lim {
 		d.lim.Store(it.Lim)
-	}
-	if d.shard.Load() != it.ID.Shard {
 		d.shard.Store(it.ID.Shard)
-	}
-	if !d.keyIs(it.ID.Key) {
 		d.keyLen.Store(uint32(len(it.ID.Key)))
 		var w [denialKeyBytes / 8]uint64
 		packKey(&w, it.ID.Key)
@@ -156,14 +149,12 @@ func (d *denials) publish(it *Item, mem *Member, now int64) {
 			d.key[i].Store(w[i])
 		}
 	}
-	if c := math.Float64bits(mem.Count); d.count.Load() != c {
+	if c := math.Float64bits(mem.Count); d.count.Load() != c || d.reserve.Load() != mem.Reserve {
 		d.count.Store(c)
-	}
-	if d.reserve.Load() != mem.Reserve {
 		d.reserve.Store(mem.Reserve)
 	}
-	d.value.Store(math.Float64bits(s.Value))
-	d.ts.Store(s.TS)
+	d.value.Store(math.Float64bits(it.State.Value))
+	d.ts.Store(it.State.TS)
 	d.now.Store(now)
 	d.pub.Store(e + 1)
 	d.epoch.Store(e + 1)
