@@ -17,7 +17,7 @@
 -- server's TIME.
 -- The libraries exist only when the function runs (not while the library
 -- loads): bound on the first call.
-local pack, sunpack, call, concat, tunpack, floor, huge
+local pack, sunpack, call, concat, tunpack, floor, huge, format
 
 -- The call's inputs and clock.
 local KEYS, prog, pos, nus, nrem, nS
@@ -173,22 +173,26 @@ end
 -- was deleted there. An absent bucket is fresh as of max(now, it), so that
 -- a clock gone back cannot count a refill twice (as the partitions do).
 -- Per section: its drop record's key, expiry index's key (0: none), units,
--- and the record as loaded (SDl), its value (SDu, SDr) and whether it
--- changed (SDc). sec is the section being decided.
-local SDk, SEk, SNU, SDl, SDu, SDr, SDc = {}, {}, {}, {}, {}, {}, {}
+-- the record's value (SDu, SDr; nil: none) and whether it changed (SDc).
+-- sec is the section being decided.
+local SDk, SEk, SNU, SDu, SDr, SDc = {}, {}, {}, {}, {}, {}
 local sec
-local function freshAt()
-  if not SDl[sec] then
-    SDl[sec] = true
-    local raw = call('GET', KEYS[SDk[sec]])
-    if raw then SDu[sec], SDr[sec] = sunpack('<dd', raw) end
+local dropKeys = {}
+-- loadDrops reads every section's drop record, at once.
+local function loadDrops()
+  if nS == 0 then return end
+  for j = 1, nS do dropKeys[j] = KEYS[SDk[j]] end
+  local raw = call('MGET', tunpack(dropKeys, 1, nS))
+  for j = 1, nS do
+    if raw[j] then SDu[j], SDr[j] = sunpack('<dd', raw[j]) end
   end
+end
+local function freshAt()
   local du = SDu[sec]
   if du and le(nus, nrem, du, SDr[sec]) then return du, SDr[sec] end
   return nus, nrem
 end
 local function dropped()
-  freshAt()
   local du = SDu[sec]
   if not du or not le(nus, nrem, du, SDr[sec]) then
     SDu[sec], SDr[sec], SDc[sec] = nus, nrem, true
@@ -232,8 +236,9 @@ local function store(k, i, v, u, r)
   end
 end
 
--- The reply, in pieces.
+-- The reply, in pieces; ST[s] is status byte s.
 local out, nOut = {}, 0
+local ST = {[0] = '\0', '\1', '\2'}
 local function emit(v, u, r, present)
   nOut = nOut + 1
   out[nOut] = pack('<Bddd', present and 1 or 0, v, u, r)
@@ -359,7 +364,7 @@ local sweepN, verify, holdMs
 local function begin(keys, args)
   if not call then
     pack, sunpack, call, concat, tunpack = struct.pack, struct.unpack, redis.call, table.concat, unpack
-    floor, huge = math.floor, math.huge
+    floor, huge, format = math.floor, math.huge, string.format
   end
   KEYS, prog = keys, args[1]
   if args[2] == '' then
@@ -381,17 +386,18 @@ local function begin(keys, args)
   end
   for j = 1, nS do
     SDk[j], SEk[j], SNU[j], pos = sunpack('<HHH', prog, pos)
-    SDl[j], SDu[j], SDr[j], SDc[j] = false, nil, nil, false
+    SDu[j], SDr[j], SDc[j] = nil, nil, false
   end
   nDirty, nOut, nHolds = 0, 1, 0
   out[1] = pack('<dd', nus, nrem)
   return true, b0, nB
 end
 
--- load sweeps the expiry index (clock from the client: delete the
--- buckets that are full by now, bounded per call), then reads every
--- bucket at once.
+-- load reads the drop records, sweeps the expiry index (clock from the
+-- client: delete the buckets that are full by now, bounded per call), then
+-- reads every bucket at once.
 local function load(b0, nB)
+  loadDrops()
   for j = 1, nS do
     local expK = SEk[j]
     if expK > 0 and sweepN > 0 then
@@ -420,8 +426,42 @@ local function load(b0, nB)
   end
 end
 
+-- decideOne decides a unit whose one member takes or checks one bucket,
+-- as decideKind does, without the unit's scratch tables.
+local function decideOne(op, res, i, count, holdK)
+  local k = IK[i]
+  local v, u, r, p
+  if CP[k] then
+    v, u, r, p = CV[k], CU[k], CR[k], 1
+  else
+    v, u, r = fresh(i, freshAt())
+    p = 0
+  end
+  local good, nv, nu, nr = take(IL[i], v, u, r, nus, nrem, count, res)
+  out[nOut + 1] = good and ST[1] or ST[0]
+  out[nOut + 2] = pack('<Bddd', p, v, u, r)
+  nOut = nOut + 2
+  if good then
+    if op == 0 then
+      store(k, i, nv, nu, nr)
+      if holdK > 0 then
+        nHolds = nHolds + 1
+        holds[nHolds] = holdK
+      end
+    end
+    if verify == 1 then emit(state(i)) end
+  end
+end
+
 -- decideKind runs a decide unit of n members.
 local function decideKind(n, holdK)
+  if n == 1 then
+    local op, res, role, a, b, count, after = sunpack('<BBBHHd', prog, pos)
+    if role == 0 and b == 0 and op ~= 2 then
+      pos = after
+      return decideOne(op, res, a, count, holdK)
+    end
+  end
   for m = 1, n do
     mOp[m], mRes[m], mRole[m], mA[m], mB[m], mCount[m], pos = sunpack('<BBBHHd', prog, pos)
     if mRole[m] == 2 then
@@ -448,13 +488,13 @@ local function decideKind(n, holdK)
       end
     end
   end
-  out[at] = pack('B', status)
+  out[at] = ST[status]
 end
 
 -- itemsKind runs a peek (kind 2) or reset (kind 3) unit of n items.
 local function itemsKind(kind, n)
   nOut = nOut + 1
-  out[nOut] = pack('B', 1)
+  out[nOut] = ST[1]
   for _ = 1, n do
     local i
     i, pos = sunpack('<H', prog, pos)
@@ -472,7 +512,7 @@ end
 local function settleKind(n, holdK)
   local live = call('DEL', KEYS[holdK]) == 1
   nOut = nOut + 1
-  out[nOut] = pack('B', live and 1 or 0)
+  out[nOut] = live and ST[1] or ST[0]
   for _ = 1, n do
     local i, ep, ev, eu, er, tp, tv, tu, tr, amount
     i, ep, ev, eu, er, tp, tv, tu, tr, amount, pos = sunpack('<HBdddBdddd', prog, pos)
@@ -513,8 +553,8 @@ local function writeBack()
         else
           call('ZREM', KEYS[expK], KEYS[k])
         end
-      elseif tu then
-        call('SET', KEYS[k], blob, 'PXAT', floor(tu / 1000) + 2)
+      elseif tu then -- a decimal string: a number argument is formatted with %.17g
+        call('SET', KEYS[k], blob, 'PXAT', format('%d', floor(tu / 1000) + 2))
       else
         call('SET', KEYS[k], blob)
       end
