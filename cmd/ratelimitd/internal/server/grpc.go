@@ -105,11 +105,18 @@ func (s *Server) deadline(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(ctx, s.opts.RequestTimeout)
 }
 
+// streamWorkers is how many goroutines the gRPC server keeps to run
+// calls; a call that finds them all busy gets a goroutine of its own. A
+// kept goroutine's stack has already grown to a handler's depth, where a
+// new goroutine per call grows (copies) its stack on every call.
+const streamWorkers = 256
+
 // newGRPCServer builds the gRPC server: RLS v3, health and reflection.
 func (s *Server) newGRPCServer() *grpc.Server {
 	opts := []grpc.ServerOption{
 		grpc.ForceServerCodecV2(newCodec()),
 		grpc.MaxRecvMsgSize(s.opts.MaxRequestBytes),
+		grpc.NumStreamWorkers(streamWorkers),
 	}
 	if s.certs != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.certs.config("h2"))))
