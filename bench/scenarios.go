@@ -50,18 +50,22 @@ func (d *limitDef) String() string {
 // batch for limitmany) on w's next keys and accounts the outcome in w.
 type scenario struct {
 	name     string
-	about    string    // one line
-	short    string    // a few words, for the chart's panel title
-	headline int       // the caller count the summary shows (the nearest run at or below it)
-	variants []variant // configurations of the limit, for implementations that run variants
-	batch    bool      // one call decides -batch requests
-	perKey   *limitDef // limit whose grants are checked per key, if any
-	global   *limitDef // limit whose grants are checked in total, if any
-	call     func(im impl, w *worker, v *variant)
+	about    string // one line
+	short    string // a few words, for the chart's panel title
+	headline int    // the caller count the summary shows (the nearest run at or below it)
+	// neverDenies marks a limit no implementation reaches (hotgrants): the
+	// summary leaves the scenario to the details, and the admitted-token
+	// check holds for any implementation, even one that grants everything.
+	neverDenies bool
+	variants    []variant // configurations of the limit, for implementations that run variants
+	batch       bool      // one call decides -batch requests
+	perKey      *limitDef // limit whose grants are checked per key, if any
+	global      *limitDef // limit whose grants are checked in total, if any
+	call        func(im impl, w *worker, v *variant)
 }
 
-// variant is a configuration of the scenario; only the hot scenario has
-// more than one (unsharded and sharded). Implementations that do not run
+// variant is a configuration of the scenario; only the one-key scenarios
+// (hot, hotgrants) have more than one (unsharded and sharded). Implementations that do not run
 // variants run the scenario's global limit, the first variant's.
 type variant struct {
 	name   string
@@ -86,6 +90,7 @@ var scenarioRegistry = []struct {
 }{
 	{"keys", "Limit on -keys distinct keys, Zipf-skewed", keysScenario},
 	{"hot", "Limit on one global key: unsharded, and with Shards: 16 (ours only)", hotScenario},
+	{"hotgrants", "the hot scenario with a limit it never reaches: every decision a grant", hotGrantsScenario},
 	{"limitall", "LimitAll of a per-user limit and a global limit", limitAllScenario},
 	{"reserve", "Limit with Reserve: true, debt up to MaxReserved", reserveScenario},
 	{"limitmany", "LimitMany of -batch independent requests a call (baselines: one by one)", limitManyScenario},
@@ -143,13 +148,40 @@ func keysScenario(cfg *config) *scenario {
 }
 
 func hotScenario(cfg *config) *scenario {
-	hot, hot16 := hotLimit(cfg, "global", 0), hotLimit(cfg, "global16", 16)
+	return oneKeyScenario(hotLimit(cfg, "global", 0), hotLimit(cfg, "global16", 16),
+		"Limit on one global key, unsharded and with Shards: 16", "Limit, one key")
+}
+
+// grantsFactor scales the hot limit for the hotgrants scenario: far
+// beyond what any implementation decides in a second, so that it never
+// denies.
+const grantsFactor = 1000
+
+// hotGrantsScenario is the hot scenario on a limit grantsFactor times
+// larger, never reached: every decision is a grant, the load that
+// Shards spreads over partitions. (At the hot limit most decisions are
+// denials, which an unsharded key makes without a lock.)
+func hotGrantsScenario(cfg *config) *scenario {
+	grants := func(name string, shards int) *limitDef {
+		d := hotLimit(cfg, name, shards)
+		d.rate, d.capacity = d.rate*grantsFactor, d.capacity*grantsFactor
+		return d
+	}
+	sc := oneKeyScenario(grants("ample", 0), grants("ample16", 16),
+		"Limit on one global key that never runs out, unsharded and with Shards: 16", "Limit, one key, all granted")
+	sc.neverDenies = true
+	return sc
+}
+
+// oneKeyScenario calls Limit on one key of a global limit: unsharded
+// (and for implementations that run no variants), or sharded.
+func oneKeyScenario(unsharded, sharded *limitDef, about, short string) *scenario {
 	return &scenario{
-		about:    "Limit on one global key, unsharded and with Shards: 16",
-		short:    "Limit, one key",
+		about:    about,
+		short:    short,
 		headline: 1024,
-		global:   hot,
-		variants: []variant{{name: "unsharded", global: hot}, {name: "shards16", global: hot16}},
+		global:   unsharded,
+		variants: []variant{{name: "unsharded", global: unsharded}, {name: "shards16", global: sharded}},
 		call: func(im impl, w *worker, v *variant) {
 			ok, err := im.limit(v.global, globalKey, false)
 			w.accountGlobal(ok, err)

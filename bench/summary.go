@@ -73,6 +73,9 @@ func headlineCallers(sc *scenario, callers []int) int {
 func (o *outcome) summaryRows() []summaryRow {
 	var rows []summaryRow
 	for _, sc := range o.scenarios {
+		if sc.neverDenies {
+			continue
+		}
 		n := headlineCallers(sc, o.cfg.callers)
 		if len(sc.variants) == 0 {
 			rows = append(rows, summaryRow{sc: sc, first: true, callers: n})

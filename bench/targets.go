@@ -44,7 +44,7 @@ var targets = []target{
 	{"LimitMany vs striped", "limitmany", 16, "decisions/s", "ours/memory", "striped/memory", ">", 1},
 	{"LimitMany vs striped", "limitmany", 256, "decisions/s", "ours/memory", "striped/memory", ">", 1},
 	{"LimitMany vs striped", "limitmany", 1024, "decisions/s", "ours/memory", "striped/memory", ">", 1},
-	{"sharding pays", "hot", 256, "decisions/s", "ours/memory/shards16", "ours/memory/unsharded", ">", 1},
+	{"sharding pays", "hotgrants", 256, "decisions/s", "ours/memory/shards16", "ours/memory/unsharded", ">", 1},
 	// Durable: a lone caller pays one commit, as the naive baseline's one
 	// transaction per decision does, and no more.
 	{"durable alone vs naive", "keys", 1, "grants/s", "ours/durable", "naive/durable", ">=", 1},
