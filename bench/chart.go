@@ -156,7 +156,11 @@ func drawChart(dc draw.Canvas, o *outcome) {
 		plots[i/cols][i%cols].Draw(canvases[i/cols][i%cols])
 	}
 	last := len(o.scenarios)
-	drawLegend(canvases[last/cols][last%cols], o, styles)
+	legend, notes := canvases[last/cols][last%cols], (*draw.Canvas)(nil)
+	if next := last + 1; next < rows*cols { // an empty tile beside the legend
+		notes = &canvases[next/cols][next%cols]
+	}
+	drawLegend(legend, notes, o, styles)
 }
 
 // scenarioPlot is one scenario's panel: a line per label of the cells of
@@ -205,8 +209,9 @@ func scenarioPlot(sc *scenario, rs []*result, styles map[string]seriesStyle, xmi
 
 // drawLegend draws, in its own tile, one entry per implementation and per
 // later variant drawn (a scenario's first variant is drawn like the
-// implementation), and what the chart shows.
-func drawLegend(c draw.Canvas, o *outcome, styles map[string]seriesStyle) {
+// implementation), and what the chart shows: at the top of notes, an
+// empty tile, if there is one, else at the bottom of the legend's.
+func drawLegend(c draw.Canvas, notes *draw.Canvas, o *outcome, styles map[string]seriesStyle) {
 	l := plot.NewLegend()
 	l.Top, l.Left = true, true
 	l.TextStyle.Font.Size = 12
@@ -223,8 +228,8 @@ func drawLegend(c draw.Canvas, o *outcome, styles map[string]seriesStyle) {
 				continue
 			}
 			for _, im := range o.impls {
-				if im.variants {
-					labels = append(labels, im.label()+"/"+v.name)
+				if lab := im.label() + "/" + v.name; im.variants && !slices.Contains(labels, lab) {
+					labels = append(labels, lab)
 				}
 			}
 		}
@@ -238,28 +243,35 @@ func drawLegend(c draw.Canvas, o *outcome, styles map[string]seriesStyle) {
 	}
 	l.Draw(c)
 	note := draw.TextStyle{Color: color.Gray{Y: 0x44}, Font: font.From(plot.DefaultFont, 10), Handler: plot.DefaultTextHandler}
-	y := c.Min.Y + vg.Points(56)
+	x, y := c.Min.X+vg.Points(24), c.Min.Y+vg.Points(56)
+	if notes != nil {
+		x, y = notes.Min.X+vg.Points(24), notes.Max.Y-vg.Points(24)
+	}
 	for _, s := range []string{
 		"Both axes logarithmic; every panel has the same y range.",
 		"memory: state in memory; durable: each grant is on disk",
 		"before the caller hears it. More: go run ./bench -h.",
 	} {
-		c.FillText(note, vg.Point{X: c.Min.X + vg.Points(24), Y: y}, s)
+		c.FillText(note, vg.Point{X: x, Y: y}, s)
 		y -= vg.Points(15)
 	}
 }
 
 // legendName is a label as the legend shows it, a variant's with the
-// scenario it belongs to: "ours/memory/shards16 (hot)".
+// scenarios it belongs to: "ours/memory/shards16 (hot, hotgrants)".
 func legendName(label string, o *outcome) string {
+	var in []string
 	for _, sc := range o.scenarios {
 		for _, v := range sc.variants {
 			if strings.HasSuffix(label, "/"+v.name) {
-				return label + " (" + sc.name + ")"
+				in = append(in, sc.name)
 			}
 		}
 	}
-	return label
+	if len(in) == 0 {
+		return label
+	}
+	return label + " (" + strings.Join(in, ", ") + ")"
 }
 
 // callerTicks labels the caller counts that were run.
