@@ -243,16 +243,16 @@ func drawLegend(c draw.Canvas, notes *draw.Canvas, o *outcome, styles map[string
 	}
 	l.Draw(c)
 	note := draw.TextStyle{Color: color.Gray{Y: 0x44}, Font: font.From(plot.DefaultFont, 10), Handler: plot.DefaultTextHandler}
-	x, y := c.Min.X+vg.Points(24), c.Min.Y+vg.Points(56)
+	nc, y := c, c.Min.Y+vg.Points(56)
 	if notes != nil {
-		x, y = notes.Min.X+vg.Points(24), notes.Max.Y-vg.Points(24)
+		nc, y = *notes, notes.Max.Y-vg.Points(24)
 	}
 	for _, s := range []string{
 		"Both axes logarithmic; every panel has the same y range.",
 		"memory: state in memory; durable: each grant is on disk",
 		"before the caller hears it. More: go run ./bench -h.",
 	} {
-		c.FillText(note, vg.Point{X: x, Y: y}, s)
+		nc.FillText(note, vg.Point{X: nc.Min.X + vg.Points(24), Y: y}, s)
 		y -= vg.Points(15)
 	}
 }

@@ -65,8 +65,9 @@ type scenario struct {
 }
 
 // variant is a configuration of the scenario; only the one-key scenarios
-// (hot, hotgrants) have more than one (unsharded and sharded). Implementations that do not run
-// variants run the scenario's global limit, the first variant's.
+// (hot, hotgrants) have more than one (unsharded and sharded).
+// Implementations that do not run variants run the scenario's global
+// limit, the first variant's.
 type variant struct {
 	name   string
 	global *limitDef // overrides scenario.global
@@ -152,20 +153,18 @@ func hotScenario(cfg *config) *scenario {
 		"Limit on one global key, unsharded and with Shards: 16", "Limit, one key")
 }
 
-// grantsFactor scales the hot limit for the hotgrants scenario: far
-// beyond what any implementation decides in a second, so that it never
-// denies.
-const grantsFactor = 1000
+// ampleRate is the hotgrants scenario's limit, in tokens per second (its
+// capacity a tenth of it): far beyond what any implementation decides in
+// a second, whatever -hot-rate is, so that it never denies.
+const ampleRate = 5e8
 
-// hotGrantsScenario is the hot scenario on a limit grantsFactor times
-// larger, never reached: every decision is a grant, the load that
-// Shards spreads over partitions. (At the hot limit most decisions are
-// denials, which an unsharded key makes without a lock.)
+// hotGrantsScenario is the hot scenario on a limit of ampleRate, never
+// reached: every decision is a grant, the load that Shards spreads over
+// partitions. (At the hot limit most decisions are denials, which an
+// unsharded key makes without a lock.)
 func hotGrantsScenario(cfg *config) *scenario {
 	grants := func(name string, shards int) *limitDef {
-		d := hotLimit(cfg, name, shards)
-		d.rate, d.capacity = d.rate*grantsFactor, d.capacity*grantsFactor
-		return d
+		return &limitDef{name: name, rate: ampleRate, capacity: ampleRate / 10, shards: shards}
 	}
 	sc := oneKeyScenario(grants("ample", 0), grants("ample16", 16),
 		"Limit on one global key that never runs out, unsharded and with Shards: 16", "Limit, one key, all granted")

@@ -553,7 +553,7 @@ local function writeBack()
         else
           call('ZREM', KEYS[expK], KEYS[k])
         end
-      elseif tu then -- a decimal string: a number argument is formatted with %.17g
+      elseif tu then -- whole milliseconds, as a decimal string (Redis 7.0 formats a number argument with %.17g, which costs more)
         call('SET', KEYS[k], blob, 'PXAT', format('%d', floor(tu / 1000) + 2))
       else
         call('SET', KEYS[k], blob)
