@@ -79,13 +79,9 @@ type denials struct {
 // nothing published leave its readers' cache line alone.
 func (d *denials) invalidate() {
 	if d.pub.Load() == d.epoch.Load() {
-		d.changed()
+		d.epoch.Add(2) // even still, and no longer the record's
 	}
 }
-
-// changed moves the epoch on, so that the record no longer applies.
-// Called with p.mu held.
-func (d *denials) changed() { d.epoch.Add(2) }
 
 // decided follows DecideAlone's decision of mem on it's bucket at p.now,
 // with p.mu held. A bucket that the table holds and that is denied
