@@ -13,7 +13,7 @@
 // commit with its fsyncs), then calls Committed on every waiter of that
 // commit. Appends that arrive while a commit runs form the next batch, so
 // batches grow with load (pipelining), with no timer. Before each commit the
-// writer yields while the pending batch still grows (twice at most), so the
+// writer yields while the pending batch still grows (a few times at most), so the
 // callers it has just released can append first and share the commit instead
 // of waiting for the next one. A caller alone commits on its own goroutine
 // instead: AppendOwn then CommitNow commits its batch without waking the

@@ -194,7 +194,7 @@ func (l *Log) CommitNow() {
 // let the cohort fill, and settleBytes is a pending batch big enough not
 // to wait at all (see settle).
 const (
-	settleRounds = 2
+	settleRounds = 4
 	settleBytes  = 128 << 10
 )
 
@@ -203,15 +203,17 @@ const (
 // times. Without it, the writer commits as soon as it has released the
 // previous cohort, so it takes only the few callers that raced in, and
 // the callers it just released wait a whole commit more: commits
-// alternate between a full cohort and a nearly empty one. A yield queues
-// the writer behind the released callers, which are runnable, so they
-// decide again and append first. A caller alone pays one yield that
-// returns at once. A batch of settleBytes or more commits at once: its
-// fsyncs are well amortized already, and holding it only idles the disk
-// while the processors work. A yield only waits while every processor has
-// callers to run: an idle one takes the writer off the global run queue at
-// once, so waiting longer for the released callers would cost more at
-// high concurrency than it gains at medium.
+// alternate between a full cohort and a nearly empty one, and each caller
+// waits two commits per grant instead of one commit and the time its
+// cohort takes to decide. A yield queues the writer behind the released
+// callers, which are runnable, so they decide again and append first; the
+// scheduler runs a bounded number of them before it looks at the global
+// run queue again, so a cohort of a few hundred needs several rounds. A
+// caller alone pays one yield that returns at once. A batch of settleBytes
+// or more commits at once: its fsyncs are well amortized already, and
+// holding it only idles the disk while the processors work. The bound
+// keeps a writer whose cohort never stops growing (callers that are denied
+// come straight back) from holding a commit while the disk idles.
 func (l *Log) settle() {
 	for range settleRounds {
 		if len(l.pending.buf) >= settleBytes {
