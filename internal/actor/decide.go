@@ -63,28 +63,46 @@ func takeOne(m *Member, a *Item, now int64) (prior, next bucket.State) {
 // UntilFull) from the states it returned: arithmetic on values only, which
 // a partition's caller runs after releasing its mutex.
 func describeOne(m *Member, l *bucket.Limit, prior, next bucket.State, now int64) {
+	describe(m, l, prior, next, now, -1)
+}
+
+// describe is describeOne given a denial's wait when it is known (retry
+// >= 0), so that it is not worked out again.
+func describe(m *Member, l *bucket.Limit, prior, next bucket.State, now, retry int64) {
 	left := next
 	if !m.OK {
 		left = l.Project(prior, now)
 	}
-	m.RetryAfter = l.Wait(prior, left, m.OK, now, m.Count, m.Reserve)
+	if m.OK || retry < 0 {
+		retry = l.Wait(prior, left, m.OK, now, m.Count, m.Reserve)
+	}
+	m.RetryAfter = retry
 	m.Left, m.UntilFull = left.Value, l.UntilFull(left, now)
 }
 
 // undescribed is what decideSingle leaves of a take or a check: the
-// states describeOne works out the member's other outputs from. Its zero
-// value leaves nothing (a refusal, a credit).
+// states describeOne works out the member's other outputs from, and, when
+// known, the reading from which a denied request is granted (a published
+// denial's, see denial.go). Its zero value leaves nothing (a refusal, a
+// credit).
 type undescribed struct {
 	lim         *bucket.Limit
 	prior, next bucket.State
 	now         int64
+	grantAt     int64 // valid when timed
+	timed       bool
 }
 
 // finish fills m's outputs that decideSingle left, if any.
 func (u *undescribed) finish(m *Member) {
-	if u.lim != nil {
-		describeOne(m, u.lim, u.prior, u.next, u.now)
+	if u.lim == nil {
+		return
 	}
+	retry := int64(-1)
+	if u.timed && !m.OK && u.grantAt > u.now {
+		retry = u.grantAt - u.now
+	}
+	describe(m, u.lim, u.prior, u.next, u.now, retry)
 }
 
 // decideAll decides every member in order, each seeing the ones before it,

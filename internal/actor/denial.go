@@ -15,9 +15,13 @@ import (
 // caller that brings the same request is then decided from that state
 // with no lock, and when it is denied again that is the answer. The
 // answer is the one the mutex would give at the caller's clock reading:
-// the same state, the same arithmetic, nothing written. A grant, or any
-// other outcome, goes through the mutex as before; a grant of the
-// published bucket publishes its new state.
+// the same state, nothing written. The record also carries the reading
+// from which the request is granted (bucket.Limit.GrantAt), worked out
+// once when it is published: until then a repeat is denied and waits the
+// difference, which is the exact wait the mutex's holder would work out,
+// without working it out. A grant, or any other outcome, goes through the
+// mutex as before; a grant of the published bucket publishes its new
+// state.
 //
 // The record is a sequence lock. The partition's epoch is odd while the
 // record is being written; it moves on when an executor takes the
@@ -63,7 +67,8 @@ type denials struct {
 	value   atomic.Uint64 // math.Float64bits of the state's value
 	ts      atomic.Int64  // the state's ts
 	now     atomic.Int64  // the reading the decision was made at
-	_       [16]byte      // the counts start a cache line of their own
+	grantAt atomic.Int64  // from when the request is granted (bucket.Limit.GrantAt); now when unknown
+	_       [8]byte       // the counts start a cache line of their own
 
 	counts [denialStripes]struct {
 		n atomic.Uint64
@@ -86,28 +91,31 @@ func (d *denials) invalidate() {
 // decided follows DecideAlone's decision of mem on it's bucket at p.now,
 // with p.mu held. A bucket that the table holds and that is denied
 // publishAfter times running (no other bucket denied here in between) is
-// published: publishing costs a few atomic stores, spent on buckets at
-// their limit rather than on every denial. A grant that wrote the
-// published bucket publishes its new state, so that a bucket at its
-// limit, granted now and then, stays published.
-func (p *Partition) decided(it *Item, mem *Member) {
+// published: publishing costs a few atomic stores and working out when the
+// request would be granted, spent on buckets at their limit rather than on
+// every denial. A grant that wrote the published bucket publishes its new
+// state, so that a bucket at its limit, granted now and then, stays
+// published. When it publishes a denied request, decided returns the
+// reading from which that request is granted, if there is one.
+func (p *Partition) decided(it *Item, mem *Member) (grantAt int64, ok bool) {
 	d := p.denials
 	switch {
 	case it.Err != nil || mem.Op == OpCredit:
 		d.wrote(it)
 	case !mem.OK:
 		if it.ref == nil { // not in the table: a record would not apply
-			return
+			return 0, false
 		}
 		if p.denied != it.Hash {
 			p.denied, p.deniedRun = it.Hash, 0
 		}
 		if p.deniedRun++; p.deniedRun >= publishAfter || d.holds(it) {
-			d.publish(it, mem, p.now)
+			return d.publish(it, mem, p.now)
 		}
 	case it.Write && d.holds(it):
 		d.publish(it, mem, p.now)
 	}
+	return 0, false
 }
 
 // wrote moves the epoch on if it was written and is the record's bucket.
@@ -125,12 +133,15 @@ func (d *denials) holds(it *Item) bool {
 }
 
 // publish records mem's decision on it's bucket, whose state is now
-// it.State, at now. Called with p.mu held. A key too long to publish
-// leaves the record as it is: it is of another bucket.
-func (d *denials) publish(it *Item, mem *Member, now int64) {
+// it.State, at now, with the reading from which the request would be
+// granted, which it returns when there is one. Called with p.mu held. A
+// key too long to publish leaves the record as it is: it is of another
+// bucket.
+func (d *denials) publish(it *Item, mem *Member, now int64) (grantAt int64, ok bool) {
 	if len(it.ID.Key) > denialKeyBytes {
-		return
+		return 0, false
 	}
+	grantAt, ok = it.Lim.GrantAt(it.State, now, mem.Count, mem.Reserve)
 	e := d.epoch.Add(1)
 	// The request's identity is stored only when it changes: a bucket
 	// that keeps denying republishes only its state.
@@ -152,8 +163,14 @@ func (d *denials) publish(it *Item, mem *Member, now int64) {
 	d.value.Store(math.Float64bits(it.State.Value))
 	d.ts.Store(it.State.TS)
 	d.now.Store(now)
+	if ok {
+		d.grantAt.Store(grantAt)
+	} else {
+		d.grantAt.Store(now)
+	}
 	d.pub.Store(e + 1)
 	d.epoch.Store(e + 1)
+	return grantAt, ok
 }
 
 // repeat decides mem on it's bucket at now from the published denial,
@@ -169,7 +186,7 @@ func (d *denials) repeat(it *Item, mem *Member, now int64, clock func() int64, u
 		return false
 	}
 	s := bucket.State{Value: math.Float64frombits(d.value.Load()), TS: d.ts.Load()}
-	at := d.now.Load()
+	at, grantAt := d.now.Load(), d.grantAt.Load()
 	if d.epoch.Load() != e {
 		return false
 	}
@@ -180,13 +197,21 @@ func (d *denials) repeat(it *Item, mem *Member, now int64, clock func() int64, u
 			return false
 		}
 	}
-	next, ok := it.Lim.Try(s, now, mem.Count, mem.Reserve)
-	if ok {
-		return false
+	if grantAt > at {
+		// Try's answer on s changes once, at grantAt (bucket.Limit.GrantAt).
+		if now >= grantAt {
+			return false
+		}
+		u.prior, u.next, u.lim, u.now, u.grantAt, u.timed = s, s, it.Lim, now, grantAt, true
+	} else {
+		next, ok := it.Lim.Try(s, now, mem.Count, mem.Reserve)
+		if ok {
+			return false
+		}
+		u.prior, u.next, u.lim, u.now = s, next, it.Lim, now
 	}
 	mem.OK = false
 	it.State = s
-	u.prior, u.next, u.lim, u.now = s, next, it.Lim, now
 	if mem.Op == OpTake {
 		d.counts[stripe()].n.Add(1)
 	}

@@ -61,7 +61,9 @@ func (g *Group) DecideAlone(it *Item, mem *Member) bool {
 	defer crashUnlessRan(&ran)
 	p.setNow(now)
 	p.decideSingle(it, mem, &u)
-	p.decided(it, mem)
+	if at, ok := p.decided(it, mem); ok && !mem.OK {
+		u.grantAt, u.timed = at, true
+	}
 	ran = true
 	p.mu.Unlock()
 	u.finish(mem)

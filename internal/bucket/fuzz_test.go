@@ -8,7 +8,8 @@ import (
 // FuzzWaits checks, for any state, clock and limit, that every wait the
 // arithmetic returns is in [0, maxWait], and that a denial's RetryAfter is
 // exact: the same request succeeds at now+RetryAfter (unless saturated)
-// and not a nanosecond earlier.
+// and not a nanosecond earlier, and that GrantAt is that reading, from
+// which every later reading's RetryAfter follows.
 func FuzzWaits(f *testing.F) {
 	// A clock back more than 146 years with a rate near the smallest
 	// float: the two waits of UntilFull once summed past the int64 range.
@@ -44,6 +45,18 @@ func FuzzWaits(f *testing.F) {
 		if d.RetryAfter > 0 {
 			if _, ok := l.Try(s, now+d.RetryAfter-1, count, reserve); ok {
 				t.Fatalf("denied %+v at %d: retry after %d is late by at least 1 ns", s, now, d.RetryAfter)
+			}
+		}
+		at, ok := l.GrantAt(s, now, count, reserve)
+		if !ok || at != now+d.RetryAfter {
+			t.Fatalf("denied %+v at %d: GrantAt = %d, %v; want %d", s, now, at, ok, now+d.RetryAfter)
+		}
+		for _, later := range []int64{now + d.RetryAfter/3, now + d.RetryAfter/2, at - 1} {
+			if later < now || later >= at {
+				continue
+			}
+			if w := l.Take(s, later, count, reserve).RetryAfter; w != at-later {
+				t.Fatalf("denied %+v at %d, granted from %d: RetryAfter at %d is %d, want %d", s, now, at, later, w, at-later)
 			}
 		}
 	})

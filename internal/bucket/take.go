@@ -51,6 +51,24 @@ func (l *Limit) Wait(s, at State, ok bool, now int64, count float64, reserve boo
 	})
 }
 
+// GrantAt is the clock reading from which a request that Try denies on s
+// at now is granted, as long as s does not change: for every reading t
+// from now until then, Wait(s, Project(s, t), false, t, count, reserve)
+// is the difference, since Wait is exact and Try's answer on an unchanged
+// state changes once as the clock moves on. ok is false, and there is no
+// such reading, when Try grants the request at now, when it can never be
+// granted, or when the wait saturates.
+func (l *Limit) GrantAt(s State, now int64, count float64, reserve bool) (at int64, ok bool) {
+	if _, granted := l.Try(s, now, count, reserve); granted || !(count <= l.MaxCount(reserve)) {
+		return 0, false
+	}
+	w := l.Wait(s, l.Project(s, now), false, now, count, reserve)
+	if w >= maxWait || now > math.MaxInt64-w {
+		return 0, false
+	}
+	return now + w, true
+}
+
 // waitFor estimates how long projected state p needs until it holds need
 // tokens. The estimate is exact in real arithmetic; settle corrects rounding.
 func (l *Limit) waitFor(p State, now int64, need float64) int64 {
@@ -104,19 +122,28 @@ func (l *Limit) settle(guess, ts, now int64, ok func(int64) bool) int64 {
 	return d
 }
 
-// settle returns the least d >= guess for which ok(d) holds, assuming ok is
+// settle returns the least d >= 0 for which ok(d) holds, assuming ok is
 // monotone (false, then true forever). guess is an estimate that is exact up
-// to rounding, so ok(guess) normally holds at once; otherwise it searches
-// upward, doubling, then bisects. Results are capped at maxWait.
+// to rounding, so ok(guess) normally holds and ok(guess-1) does not: two
+// calls. Otherwise it searches from guess, downward (a nanosecond at a
+// time at first) or upward, doubling its steps, then bisects. Results are
+// capped at maxWait.
 func settle(guess int64, ok func(int64) bool) int64 {
 	guess = min(max(guess, 0), maxWait)
 	if ok(guess) {
-		// The estimate may be late by rounding: step back while earlier
-		// nanoseconds also succeed (a few steps at most).
-		for i := 0; i < 4 && guess > 0 && ok(guess-1); i++ {
-			guess--
+		hi := guess // ok(hi)
+		for i := 0; hi > 0; i++ {
+			step := int64(1) // a nanosecond at a time, four times
+			if i >= 4 {
+				step <<= min(i-3, 62)
+			}
+			lo := max(hi-step, 0)
+			if !ok(lo) {
+				return bisect(lo, hi, ok)
+			}
+			hi = lo
 		}
-		return guess
+		return 0
 	}
 	lo, step := guess, int64(1) // ok(lo) is false
 	for {
@@ -125,18 +152,24 @@ func settle(guess int64, ok func(int64) bool) int64 {
 			return maxWait
 		}
 		if ok(hi) {
-			for hi-lo > 1 { // invariant: !ok(lo), ok(hi)
-				mid := lo + (hi-lo)/2
-				if ok(mid) {
-					hi = mid
-				} else {
-					lo = mid
-				}
-			}
-			return hi
+			return bisect(lo, hi, ok)
 		}
 		lo, step = hi, step*2
 	}
+}
+
+// bisect returns the least d in (lo, hi] for which ok(d) holds, given
+// that ok(lo) does not, ok(hi) does, and ok is monotone.
+func bisect(lo, hi int64, ok func(int64) bool) int64 {
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if ok(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 // addWaits is a + b for two waits in [0, maxWait], capped at maxWait:

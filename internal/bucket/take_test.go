@@ -138,3 +138,63 @@ func TestDebtStaysFinite(t *testing.T) {
 		t.Fatalf("split of 1.7e308 over two debts of 1e308: %+v, want denied", p)
 	}
 }
+
+func TestSettleFindsTheLeastWait(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		guess, least int64
+	}{
+		{"exact guess", 500, 500},
+		{"late by one", 501, 500},
+		{"late by far more than rounding", 1_000_000, 500},
+		{"early", 3, 500},
+		{"least is zero", 77, 0},
+		{"guess negative", -9, 500},
+		{"beyond the cap", maxWait + 5, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			ok := func(d int64) bool { calls++; return d >= tc.least }
+			if got := settle(tc.guess, ok); got != tc.least {
+				t.Fatalf("settle(%d) = %d, want %d", tc.guess, got, tc.least)
+			}
+			if tc.guess == tc.least+1 && calls > 3 {
+				t.Errorf("a guess late by one took %d calls", calls)
+			}
+		})
+	}
+	if got := settle(10, func(int64) bool { return false }); got != maxWait {
+		t.Errorf("never ok: settle = %d, want maxWait", got)
+	}
+}
+
+func TestGrantAtIsWhereWaitsPoint(t *testing.T) {
+	l := &Limit{Kind: TokenBucket, Rate: 3, Period: S, Capacity: 10}
+	s := State{Value: 0.5, TS: t0}
+	at, ok := l.GrantAt(s, t0, 2, false)
+	if !ok {
+		t.Fatal("GrantAt of a denied request: not ok")
+	}
+	for _, now := range []int64{t0, t0 + 1, t0 + 123_456_789, at - 1} {
+		d := l.Take(s, now, 2, false)
+		if d.OK || d.RetryAfter != at-now {
+			t.Errorf("at %d: %+v, want denied with RetryAfter %d", now, d, at-now)
+		}
+	}
+	if d := l.Take(s, at, 2, false); !d.OK {
+		t.Errorf("at GrantAt: denied")
+	}
+	for _, tc := range []struct {
+		name    string
+		s       State
+		count   float64
+		reserve bool
+	}{
+		{"granted now", State{Value: 5, TS: t0}, 2, false},
+		{"never granted", s, 11, false},
+	} {
+		if _, ok := l.GrantAt(tc.s, t0, tc.count, tc.reserve); ok {
+			t.Errorf("%s: GrantAt ok", tc.name)
+		}
+	}
+}
