@@ -238,3 +238,41 @@ func TestRepeatedDenialEndsWhenTheGoroutineRuns(t *testing.T) {
 		t.Fatalf("after a credit the goroutine ran, DecideAlone denied from the state before it: %+v", m)
 	}
 }
+
+// A repeated denial is answered from the reading the record says the
+// request is granted from: a nanosecond before it the request is denied
+// without the mutex and waits exactly that nanosecond; at it the request
+// is granted, through the mutex, as the mutex's holder would decide.
+func TestRepeatedDenialUntilItsGrant(t *testing.T) {
+	now := t0
+	g := NewGroup(1, NopLog{}, func() int64 { return now })
+	g.Start()
+	t.Cleanup(g.Stop)
+	lim := tokenLim(1) // one token an hour
+	it := itemFor(g, lim, "n", "k", 0)
+	publishDenial(t, g, it)
+	p := g.parts[it.Part]
+	x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
+	if !g.DecideAlone(&x, &m) || m.OK || m.RetryAfter <= 1 {
+		t.Fatalf("the same request again: %+v", m)
+	}
+	grantAt := now + m.RetryAfter
+	for _, tc := range []struct {
+		at       int64
+		ok       bool
+		retry    int64
+		repeated uint64 // denials repeated without the mutex by this decision
+	}{
+		{grantAt - m.RetryAfter/2, false, m.RetryAfter - m.RetryAfter/2, 1},
+		{grantAt - 1, false, 1, 1},
+		{grantAt, true, 0, 0},
+	} {
+		now = tc.at
+		x, got := it, Member{Op: OpTake, Count: 1, Second: -1}
+		before := p.denials.denied()
+		if !g.DecideAlone(&x, &got) || got.OK != tc.ok || got.RetryAfter != tc.retry || p.denials.denied()-before != tc.repeated {
+			t.Fatalf("at grant reading %+d ns: %+v, %d repeated; want OK %v, RetryAfter %d, %d repeated",
+				tc.at-grantAt, got, p.denials.denied()-before, tc.ok, tc.retry, tc.repeated)
+		}
+	}
+}
