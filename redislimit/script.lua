@@ -426,28 +426,27 @@ local function load(b0, nB)
   end
 end
 
+-- addHold records that the unit took tokens under hold key holdK (0: none).
+local function addHold(holdK)
+  if holdK > 0 then
+    nHolds = nHolds + 1
+    holds[nHolds] = holdK
+  end
+end
+
 -- decideOne decides a unit whose one member takes or checks one bucket,
 -- as decideKind does, without the unit's scratch tables.
 local function decideOne(op, res, i, count, holdK)
-  local k = IK[i]
-  local v, u, r, p
-  if CP[k] then
-    v, u, r, p = CV[k], CU[k], CR[k], 1
-  else
-    v, u, r = fresh(i, freshAt())
-    p = 0
-  end
+  nOut = nOut + 1
+  local at = nOut
+  local v, u, r, present = state(i)
+  emit(v, u, r, present)
   local good, nv, nu, nr = take(IL[i], v, u, r, nus, nrem, count, res)
-  out[nOut + 1] = good and ST[1] or ST[0]
-  out[nOut + 2] = pack('<Bddd', p, v, u, r)
-  nOut = nOut + 2
+  out[at] = good and ST[1] or ST[0]
   if good then
     if op == 0 then
-      store(k, i, nv, nu, nr)
-      if holdK > 0 then
-        nHolds = nHolds + 1
-        holds[nHolds] = holdK
-      end
+      store(IK[i], i, nv, nu, nr)
+      addHold(holdK)
     end
     if verify == 1 then emit(state(i)) end
   end
@@ -477,10 +476,7 @@ local function decideKind(n, holdK)
   local status = decideUnit(n)
   if status == 1 then
     for j = 1, nO do store(oK[j], oI[j], oV[j], oU[j], oR[j]) end
-    if holdK > 0 and nO > 0 then
-      nHolds = nHolds + 1
-      holds[nHolds] = holdK
-    end
+    if nO > 0 then addHold(holdK) end
     if verify == 1 then -- tests: the states the unit left, compared bit for bit
       for m = 1, n do
         emit(state(mA[m]))
