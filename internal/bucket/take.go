@@ -101,25 +101,25 @@ func (l *Limit) untilRepaid(next State, now int64) int64 {
 
 // settle is the package's settle for a bucket whose windows (if it is a
 // fixed window) begin where ts does, with d measured from now. A fixed
-// window's answer can only change where a window begins, so its wait is
-// moved back to the start of its window, and then a window earlier while
-// that also holds: the estimate divides the shortfall by the rate, which
-// rounding can push just past a whole number of windows (1 - 0.7 is
-// 0.30000000000000004, so at rate 0.3 two windows where one gives
-// 0.7 + 0.3 == 1).
+// window's answer can only change where a window begins, so before the
+// search the estimate is moved back to the start of its window, and then
+// a window earlier while that also holds: the estimate divides the
+// shortfall by the rate, which rounding can push just past a whole number
+// of windows (1 - 0.7 is 0.30000000000000004, so at rate 0.3 two windows
+// where one gives 0.7 + 0.3 == 1). The search finds the least wait from
+// any estimate; these steps only start it where it ends at once, rather
+// than a window or more away.
 func (l *Limit) settle(guess, ts, now int64, ok func(int64) bool) int64 {
-	d := settle(guess, ok)
-	if l.Kind != FixedWindow || d <= 0 || d >= maxWait {
-		return d
+	if l.Kind == FixedWindow && guess > 0 && guess < maxWait {
+		t := after(now, guess)
+		if off := modDiff(t, ts, l.Period); off != 0 && t-off > now && ok(t-off-now) {
+			guess = t - off - now // two shards' windows need not line up
+		}
+		for i := 0; i < 2 && guess >= l.Period && ok(guess-l.Period); i++ {
+			guess -= l.Period
+		}
 	}
-	t := after(now, d)
-	if start := t - modDiff(t, ts, l.Period); start > now && ok(start-now) {
-		d = start - now // verified: two shards' windows need not line up
-	}
-	for i := 0; i < 2 && d >= l.Period && ok(d-l.Period); i++ {
-		d -= l.Period
-	}
-	return d
+	return settle(guess, ok)
 }
 
 // settle returns the least d >= 0 for which ok(d) holds, assuming ok is
