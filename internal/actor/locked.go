@@ -61,7 +61,7 @@ func (g *Group) DecideAlone(it *Item, mem *Member) bool {
 	defer crashUnlessRan(&ran)
 	p.setNow(now)
 	p.decideSingle(it, mem, &u)
-	if at, ok := p.decided(it, mem); ok && !mem.OK {
+	if at, ok := p.decided(it, mem); ok {
 		u.grantAt, u.timed = at, true
 	}
 	ran = true

@@ -13,12 +13,13 @@
 // commit with its fsyncs), then calls Committed on every waiter of that
 // commit. Appends that arrive while a commit runs form the next batch, so
 // batches grow with load (pipelining), with no timer. Before each commit the
-// writer yields while the pending batch still grows (a few times at most), so the
-// callers it has just released can append first and share the commit instead
-// of waiting for the next one. A caller alone commits on its own goroutine
-// instead: AppendOwn then CommitNow commits its batch without waking the
-// writer while no commit runs and the last one had a single waiter. A
-// caller must be acknowledged only after its waiter's Committed(nil).
+// writer yields while the pending batch still grows (a few times at most),
+// so the callers it has just released can append first and share the
+// commit instead of waiting for the next one. A caller alone commits on
+// its own goroutine instead: AppendOwn then CommitNow commits its batch
+// without waking the writer while no commit runs and the last one had a
+// single waiter. A caller must be acknowledged only after its waiter's
+// Committed(nil).
 //
 // Recovery: load the snapshot (package snapshot) tagged with position P,
 // then Log.Replay(P, ...). Snapshots truncate the log with Log.TruncateTx
