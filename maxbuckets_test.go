@@ -67,6 +67,44 @@ func TestMaxBucketsRefusesNewKeysOnly(t *testing.T) {
 	grant(t, l, Request{Name: "api", Key: refused, Count: 1})
 }
 
+// Once keys have filled every partition, the limiter holds exactly
+// MaxBuckets, whether or not the partitions divide it evenly, and never
+// more.
+func TestMaxBucketsIsExact(t *testing.T) {
+	for _, c := range []struct{ partitions, bound int }{
+		{4, 64}, {3, 10}, {8, 10_001}, {16, 5}, {7, 100},
+	} {
+		t.Run(fmt.Sprintf("%d/%d", c.bound, c.partitions), func(t *testing.T) {
+			clk := newClock()
+			l, err := Open(Options{Now: clk.Now, Partitions: c.partitions, MaxBuckets: c.bound,
+				Limits: map[string]Config{"api": tokenBucket(10, 10)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			rs := make([]Request, 4*c.bound+1000)
+			for i := range rs {
+				rs[i] = Request{Name: "api", Key: "k" + strconv.Itoa(i), Count: 1}
+			}
+			granted := 0
+			for _, d := range l.LimitMany(context.Background(), rs, nil) {
+				switch {
+				case d.Err == nil && d.OK:
+					granted++
+				case !errors.Is(d.Err, ErrTooManyKeys):
+					t.Fatalf("decision %+v, want granted or ErrTooManyKeys", d)
+				}
+			}
+			if granted != c.bound {
+				t.Fatalf("%d keys granted, want exactly the bound %d", granted, c.bound)
+			}
+			if n := l.Stats().LiveBuckets; n != c.bound {
+				t.Fatalf("%d live buckets, want exactly the bound %d", n, c.bound)
+			}
+		})
+	}
+}
+
 // A flood of unique keys against a durable limiter: memory and the file
 // stay within the bound's budget, and the keys it held before the flood
 // are decided as if there had been none. RATELIMIT_FLOOD_KEYS sets the

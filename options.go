@@ -60,9 +60,10 @@ type Options struct {
 	// buckets held go on; buckets that refill to full are dropped (see
 	// SweepInterval) and make room again. It stops a flood of one-off keys
 	// (rotating addresses, random API keys) from growing memory, the log
-	// and snapshots without bound. Each partition holds at most
-	// MaxBuckets/Partitions, so the bound is reached a little before
-	// MaxBuckets when keys are unevenly spread. 0 means
+	// and snapshots without bound. The partitions share MaxBuckets evenly
+	// and each refuses beyond its share, so the limiter never holds more
+	// than MaxBuckets, and reaches the bound a little before MaxBuckets
+	// when keys are unevenly spread. 0 means
 	// DefaultMaxBuckets, < 0 no bound. A bucket takes about 100 bytes
 	// plus its key and name in memory.
 	MaxBuckets int

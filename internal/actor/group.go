@@ -3,6 +3,7 @@ package actor
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -30,16 +31,19 @@ func NewGroup(n int, log Log, clock func() int64) *Group {
 	return g
 }
 
-// SetMaxBuckets bounds the buckets the group holds to about n (0: no
-// bound): each partition holds at most n/Partitions, rounded up. Only
-// before Start.
+// SetMaxBuckets bounds the buckets the group holds to n (0: no bound):
+// the partitions share n as evenly as whole numbers allow (the first
+// n%Partitions hold one more), so together they never hold more than n.
+// Only before Start.
 func (g *Group) SetMaxBuckets(n int) {
-	per := 0
-	if n > 0 {
-		per = (n + len(g.parts) - 1) / len(g.parts)
-	}
-	for _, p := range g.parts {
-		p.maxBuckets = per
+	for i, p := range g.parts {
+		p.maxBuckets = math.MaxInt
+		if n > 0 {
+			p.maxBuckets = n / len(g.parts)
+			if i < n%len(g.parts) {
+				p.maxBuckets++
+			}
+		}
 	}
 }
 

@@ -78,7 +78,7 @@ func (p *Partition) blocked(m msg) bool {
 // buckets and an item that a member may write is absent (see full).
 func (p *Partition) load(m msg, hold bool) error {
 	c := m.call
-	if p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets {
+	if p.buckets.len() >= p.maxBuckets {
 		for i := m.lo; i < m.hi; i++ {
 			if it := &c.Items[i]; it.canon == i && p.refuses(c, it) {
 				return ErrFull
@@ -182,7 +182,7 @@ func (p *Partition) decideItems(m msg) (wrote bool) {
 // left to u's finish, which needs nothing of the partition: a caller
 // holding the partition's mutex runs it after.
 func (p *Partition) decideSingle(it *Item, mem *Member, u *undescribed) {
-	if p.maxBuckets > 0 && p.buckets.len() >= p.maxBuckets && p.refusesOp(it, mem.Op) {
+	if p.buckets.len() >= p.maxBuckets && p.refusesOp(it, mem.Op) {
 		it.Err = ErrFull
 		p.counts.Refused++
 		return

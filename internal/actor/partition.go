@@ -47,8 +47,8 @@ type Partition struct {
 	group *Group
 	log   Log
 	nolog bool // log is NopLog (memory mode): no records, no waiters
-	// maxBuckets is the most buckets the partition holds (0: no bound):
-	// a request that needs another is refused with ErrFull.
+	// maxBuckets is the most buckets the partition holds (math.MaxInt:
+	// no bound): a request that needs another is refused with ErrFull.
 	maxBuckets int
 	clock      func() int64
 	buckets    table
@@ -81,17 +81,18 @@ type Partition struct {
 func newPartition(log Log, clock func() int64) *Partition {
 	_, nolog := log.(NopLog)
 	return &Partition{
-		nolog:   nolog,
-		wake:    make(chan struct{}, 1),
-		exited:  make(chan struct{}),
-		log:     log,
-		clock:   clock,
-		buckets: newTable(),
-		held:    make(map[BucketID]*Call),
-		parked:  make(map[BucketID][]msg),
-		last:    math.MinInt64, // clocks may read before 1970
-		dropped: math.MinInt64,
-		denials: new(denials),
+		nolog:      nolog,
+		wake:       make(chan struct{}, 1),
+		exited:     make(chan struct{}),
+		log:        log,
+		clock:      clock,
+		buckets:    newTable(),
+		maxBuckets: math.MaxInt,
+		held:       make(map[BucketID]*Call),
+		parked:     make(map[BucketID][]msg),
+		last:       math.MinInt64, // clocks may read before 1970
+		dropped:    math.MinInt64,
+		denials:    new(denials),
 	}
 }
 
