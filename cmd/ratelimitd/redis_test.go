@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -259,15 +260,27 @@ func TestRedisStartErrors(t *testing.T) {
 	t.Parallel()
 	r := startRedis(t, "--appendfsync", "everysec")
 	cfg := writeConfig(t, t.TempDir(), "e2e.yaml", testConfig)
-	port, err := redistest.FreePort()
+	// An address where no Redis answers: a listener that hangs up at
+	// once, held for the test so that no other test's server takes it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"-redis", fmt.Sprint("127.0.0.1:", port)}, "cannot start"},
+		{[]string{"-redis", ln.Addr().String()}, "cannot start"},
 		{[]string{"-redis", r.Addr()}, "appendfsync"},
 	} {
 		p := tryStart(t, append([]string{"-config", cfg}, c.args...)...)

@@ -138,11 +138,17 @@ func (s *Server) setArgs(extra []string) {
 	s.args = append(s.args, extra...)
 }
 
-// start runs the server and waits until it answers PING, exits, or
-// startTimeout passes (then it is killed).
+// start runs the server and waits until it answers PING and its log says
+// it is ready (so that a PING answered by another process that holds the
+// port is not taken for it), exits, or startTimeout passes (then it is
+// killed).
 func (s *Server) start() error {
 	if s.cmd != nil {
 		return errors.New("redistest: the server is running")
+	}
+	logged := int64(0) // the log is appended to across restarts
+	if fi, err := os.Stat(s.LogFile()); err == nil {
+		logged = fi.Size()
 	}
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.SysProcAttr = procAttr()
@@ -154,7 +160,7 @@ func (s *Server) start() error {
 	deadline := time.Now().Add(startTimeout)
 	for {
 		err := s.Ping()
-		if err == nil {
+		if err == nil && s.ready(cmd.Process.Pid, logged) {
 			return nil
 		}
 		select {
@@ -165,9 +171,28 @@ func (s *Server) start() error {
 		}
 		if time.Now().After(deadline) {
 			s.Kill()
-			return fmt.Errorf("redis-server on %s did not answer PING in %v: %v\n%s", s.addr, startTimeout, err, s.log())
+			if err == nil {
+				err = errors.New("its log never said it was ready (another process answers on its address?)")
+			}
+			return fmt.Errorf("redis-server on %s did not start in %v: %v\n%s", s.addr, startTimeout, err, s.log())
 		}
 	}
+}
+
+// ready reports whether the log, from offset from on, has the line in
+// which process pid says it accepts connections.
+func (s *Server) ready(pid int, from int64) bool {
+	b, _ := os.ReadFile(s.LogFile())
+	if int64(len(b)) < from {
+		return false
+	}
+	prefix := strconv.Itoa(pid) + ":"
+	for _, line := range strings.Split(string(b[from:]), "\n") {
+		if strings.HasPrefix(line, prefix) && strings.Contains(strings.ToLower(line), "ready to accept connections") {
+			return true
+		}
+	}
+	return false
 }
 
 // log returns the server's log, for errors.

@@ -35,6 +35,22 @@ func TestServerKillRestart(t *testing.T) {
 	}
 }
 
+// A server whose port another server holds is not taken for started
+// because the other one answers PING: its own log must say it is ready.
+func TestStartOnATakenPort(t *testing.T) {
+	s := ForTest(t, Config{})
+	other := &Server{bin: s.bin, dir: t.TempDir(), network: "tcp", addr: s.Addr(), port: s.Port()}
+	other.setArgs(nil)
+	err := other.start()
+	if err == nil {
+		other.Stop()
+		t.Fatal("a server on a taken port was taken for started")
+	}
+	if !strings.Contains(err.Error(), "exited") {
+		t.Errorf("error %v, want that the server exited", err)
+	}
+}
+
 // On a unix socket the server listens there alone.
 func TestServerUnix(t *testing.T) {
 	s := ForTest(t, Config{Unix: true})
