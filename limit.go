@@ -14,42 +14,54 @@ import (
 // If ctx ends while the request waits, Limit returns ctx's error; a request
 // a partition had already taken up may still be granted (and committed):
 // that can only under-admit.
-func (l *Limiter) Limit(ctx context.Context, r Request) (Status, error) {
-	return l.decideOne(ctx, &r, r.op())
+func (l *Limiter) Limit(ctx context.Context, r Request) (st Status, err error) {
+	err = l.decideOne(ctx, &r, r.CheckOnly, &st)
+	return st, err
 }
 
 // Check answers as Limit would, without taking anything: Limit with
 // r.CheckOnly set.
-func (l *Limiter) Check(ctx context.Context, r Request) (Status, error) {
-	return l.decideOne(ctx, &r, actor.OpCheck)
+func (l *Limiter) Check(ctx context.Context, r Request) (st Status, err error) {
+	err = l.decideOne(ctx, &r, true, &st)
+	return st, err
 }
 
-func (l *Limiter) decideOne(ctx context.Context, r *Request, op actor.Op) (Status, error) {
+// decideOne decides r (a check if check is set) and fills st, which is
+// left as it is on an error. The status is filled in place rather than
+// returned: Status has too many fields for the compiler to keep in
+// registers, and each return would copy it through memory.
+func (l *Limiter) decideOne(ctx context.Context, r *Request, check bool, st *Status) error {
 	if err := l.usable(ctx); err != nil {
-		return Status{}, err
+		return err
 	}
 	if err := checkKey(r.Key); err != nil {
-		return Status{}, err
+		return err
 	}
 	d, err := l.resolve(r.Name, r.Config)
 	if err != nil {
-		return Status{}, err
+		return err
 	}
 	n, err := d.count(r.Count, r.Reserve)
 	if err != nil {
-		return Status{}, err
+		return err
+	}
+	op := actor.OpTake
+	if check {
+		op = actor.OpCheck
 	}
 	if l.alone && d.shards == 1 {
 		// One bucket in memory: decided under its partition's mutex, with
 		// no call, if the partition is idle.
-		mem := actor.Member{Op: op, Count: n, Reserve: r.Reserve, Second: -1, Def: d}
+		var mem actor.Member
+		mem.Op, mem.Count, mem.Reserve, mem.Second, mem.Def = op, n, r.Reserve, -1, d
 		var it actor.Item
 		l.setItem(&it, d, r.Key, l.hashKey(d, r.Key), 0)
 		if l.group.DecideAlone(&it, &mem) {
 			if err := l.itemErr(it.Err); err != nil {
-				return Status{}, err
+				return err
 			}
-			return d.status(&mem), nil
+			d.fill(st, &mem)
+			return nil
 		}
 	}
 	c := actor.NewCall()
@@ -59,13 +71,11 @@ func (l *Limiter) decideOne(ctx context.Context, r *Request, op actor.Op) (Statu
 		if !abandoned {
 			c.Release()
 		}
-		return Status{}, err
+		return err
 	}
-	err = l.itemErr(c.ItemErr(0))
-	st := d.status(&c.Members[0])
+	if err = l.itemErr(c.ItemErr(0)); err == nil {
+		d.fill(st, &c.Members[0])
+	}
 	c.Release()
-	if err != nil {
-		return Status{}, err
-	}
-	return st, nil
+	return err
 }

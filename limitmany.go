@@ -90,7 +90,7 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		if err := l.itemErr(c.ItemErr(m)); err != nil {
 			out[i].Err = err
 		} else {
-			out[i].Status = c.Members[m].Def.(*limitDef).status(&c.Members[m])
+			c.Members[m].Def.(*limitDef).fill(&out[i].Status, &c.Members[m])
 		}
 		m++
 	}

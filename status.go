@@ -74,16 +74,20 @@ type Value struct {
 }
 
 // status turns a member's outcome into a Status.
-func (d *limitDef) status(m *actor.Member) Status {
+func (d *limitDef) status(m *actor.Member) (s Status) {
+	d.fill(&s, m)
+	return s
+}
+
+// fill sets s to the Status of a member's outcome, field by field.
+func (d *limitDef) fill(s *Status, m *actor.Member) {
 	left := m.Left
 	if m.Second >= 0 { // two shards: report their average, scaled to the limit
 		left /= 2
 	}
-	return Status{
-		OK:         m.OK,
-		RetryAfter: time.Duration(m.RetryAfter),
-		Limit:      d.name,
-		Remaining:  left * float64(d.shards),
-		ResetAfter: time.Duration(m.UntilFull),
-	}
+	s.OK = m.OK
+	s.RetryAfter = time.Duration(m.RetryAfter)
+	s.Limit = d.name
+	s.Remaining = left * float64(d.shards)
+	s.ResetAfter = time.Duration(m.UntilFull)
 }
