@@ -25,9 +25,9 @@ var (
 	ErrInvalidKey = errors.New("ratelimit: invalid key")
 	// ErrInvalidOptions: Options other than the limits are invalid.
 	ErrInvalidOptions = errors.New("ratelimit: invalid options")
-	// ErrTooManyKeys: the request needs a new bucket while the limiter
-	// holds Options.MaxBuckets; nothing was taken. Requests on keys it
-	// holds are not affected.
+	// ErrTooManyKeys: the request needs new buckets beyond its partition's
+	// share of Options.MaxBuckets; nothing was taken. Requests on keys the
+	// limiter holds are not affected.
 	ErrTooManyKeys = errors.New("ratelimit: too many keys")
 	// ErrClosed: the Limiter has been closed.
 	ErrClosed = errors.New("ratelimit: limiter closed")

@@ -84,6 +84,11 @@ func openOn(opts Options, s store.Store) (*Limiter, error) {
 		l.store = s
 		return l, nil
 	}
+	maxBuckets := max(orDefault(opts.MaxBuckets, DefaultMaxBuckets), 0)
+	if maxBuckets > 0 && opts.Partitions > maxBuckets {
+		return nil, fmt.Errorf("%w: Partitions %d above MaxBuckets %d: each partition holds its share of MaxBuckets, and some would hold none",
+			ErrInvalidOptions, opts.Partitions, maxBuckets)
+	}
 	var log actor.Log = actor.NopLog{}
 	if opts.Path != "" {
 		w, err := l.openLog()
@@ -99,9 +104,12 @@ func openOn(opts Options, s store.Store) (*Limiter, error) {
 			per = partitionsPerProc
 		}
 		n = min(per*runtime.GOMAXPROCS(0), MaxPartitions)
+		if maxBuckets > 0 {
+			n = min(n, maxBuckets)
+		}
 	}
 	l.group = actor.NewGroup(n, log, l.now)
-	l.group.SetMaxBuckets(max(orDefault(opts.MaxBuckets, DefaultMaxBuckets), 0))
+	l.group.SetMaxBuckets(maxBuckets)
 	l.store = l.group
 	if opts.queueOnly {
 		l.group.QueueOnly()

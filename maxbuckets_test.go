@@ -72,7 +72,7 @@ func TestMaxBucketsRefusesNewKeysOnly(t *testing.T) {
 // more.
 func TestMaxBucketsIsExact(t *testing.T) {
 	for _, c := range []struct{ partitions, bound int }{
-		{4, 64}, {3, 10}, {8, 10_001}, {16, 5}, {7, 100},
+		{4, 64}, {3, 10}, {8, 10_001}, {7, 100}, {0, 5}, {0, 1},
 	} {
 		t.Run(fmt.Sprintf("%d/%d", c.bound, c.partitions), func(t *testing.T) {
 			clk := newClock()
@@ -102,6 +102,60 @@ func TestMaxBucketsIsExact(t *testing.T) {
 				t.Fatalf("%d live buckets, want exactly the bound %d", n, c.bound)
 			}
 		})
+	}
+}
+
+// A call that needs several new buckets at once (LimitAll, the two
+// shards of a sharded limit) is refused when they would not all fit, so
+// it cannot take the limiter past the bound either.
+func TestMaxBucketsHoldsForCallsOfSeveralBuckets(t *testing.T) {
+	clk := newClock()
+	sharded := tokenBucket(10, 10)
+	sharded.Shards = 8
+	l, err := Open(Options{Now: clk.Now, Partitions: 1, MaxBuckets: 3, Limits: map[string]Config{
+		"a": tokenBucket(10, 10), "b": tokenBucket(10, 10), "c": tokenBucket(10, 10), "s": sharded}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	grant(t, l, Request{Name: "a", Key: "x", Count: 1})
+	grant(t, l, Request{Name: "b", Key: "x", Count: 1})
+	// One bucket of room: three new buckets are refused, with nothing taken.
+	three := []Request{{Name: "a", Key: "y", Count: 1}, {Name: "b", Key: "y", Count: 1}, {Name: "c", Key: "y", Count: 1}}
+	if _, err := l.LimitAll(ctx, three...); !errors.Is(err, ErrTooManyKeys) {
+		t.Fatalf("LimitAll of three new buckets with room for one: %v, want ErrTooManyKeys", err)
+	}
+	if n := l.Stats().LiveBuckets; n != 2 {
+		t.Fatalf("%d live buckets after a refused LimitAll, want 2", n)
+	}
+	// A sharded request takes from two shards, both new here.
+	if _, err := l.Limit(ctx, Request{Name: "s", Key: "x", Count: 1}); !errors.Is(err, ErrTooManyKeys) {
+		t.Fatalf("a sharded request needing two new buckets with room for one: %v, want ErrTooManyKeys", err)
+	}
+	// One new bucket and one held fit.
+	if st, err := l.LimitAll(ctx, Request{Name: "a", Key: "x", Count: 1}, Request{Name: "c", Key: "y", Count: 1}); err != nil || !st.OK {
+		t.Fatalf("LimitAll of one held and one new bucket with room for one: %+v, %v", st, err)
+	}
+	if n := l.Stats().LiveBuckets; n != 3 {
+		t.Fatalf("%d live buckets, want the bound 3", n)
+	}
+}
+
+// More partitions than MaxBuckets would leave some with no share: an
+// explicit count is refused, and the default count is capped.
+func TestMaxBucketsBelowPartitions(t *testing.T) {
+	_, err := Open(Options{Partitions: 16, MaxBuckets: 5, Limits: map[string]Config{"api": tokenBucket(10, 10)}})
+	if !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Partitions 16, MaxBuckets 5: %v, want ErrInvalidOptions", err)
+	}
+	l, err := Open(Options{MaxBuckets: 1, Limits: map[string]Config{"api": tokenBucket(10, 10)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if n := l.Stats().Partitions; n != 1 {
+		t.Fatalf("%d partitions by default under MaxBuckets 1, want 1", n)
 	}
 }
 

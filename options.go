@@ -24,7 +24,8 @@ type Options struct {
 	Now func() time.Time
 	// Partitions is the number of actor partitions (owners of buckets);
 	// 0 means 8 x GOMAXPROCS with Path set and 16 x GOMAXPROCS in memory,
-	// at most MaxPartitions. A caller that finds its partition idle
+	// at most MaxPartitions and at most MaxBuckets. More than MaxBuckets
+	// is ErrInvalidOptions. A caller that finds its partition idle
 	// decides on its own goroutine, so idle partitions cost nothing, and
 	// more of them make two callers meeting on one (one of them then
 	// waits) rarer.
@@ -54,18 +55,18 @@ type Options struct {
 	// full buckets). Background triggers are checked once a second, so
 	// shorter intervals act as one second.
 	SweepInterval time.Duration
-	// MaxBuckets bounds the buckets held (in memory, and so in the file):
-	// a request that needs a new bucket while the limiter holds this many
-	// fails with ErrTooManyKeys, taking nothing, while requests on the
-	// buckets held go on; buckets that refill to full are dropped (see
-	// SweepInterval) and make room again. It stops a flood of one-off keys
-	// (rotating addresses, random API keys) from growing memory, the log
-	// and snapshots without bound. The partitions share MaxBuckets evenly
-	// and each refuses beyond its share, so the limiter never holds more
-	// than MaxBuckets, and reaches the bound a little before MaxBuckets
-	// when keys are unevenly spread. 0 means
-	// DefaultMaxBuckets, < 0 no bound. A bucket takes about 100 bytes
-	// plus its key and name in memory.
+	// MaxBuckets bounds the buckets held (in memory, and so in the file).
+	// The partitions share it evenly; a request that needs new buckets
+	// beyond its partition's share fails with ErrTooManyKeys, taking
+	// nothing, while requests on the buckets held go on, and buckets that
+	// refill to full are dropped (see SweepInterval) and make room again.
+	// So the limiter never holds more than MaxBuckets (buckets recovered
+	// from a file opened with a lower bound, or other partitions, are
+	// kept), and refusals can begin a little before it when keys are
+	// unevenly spread. It stops a flood of one-off keys (rotating
+	// addresses, random API keys) from growing memory, the log and
+	// snapshots without bound. 0 means DefaultMaxBuckets, < 0 no bound.
+	// A bucket takes about 100 bytes plus its key and name in memory.
 	MaxBuckets int
 	// Logger receives errors and recovery events; nil discards them.
 	Logger *slog.Logger

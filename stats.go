@@ -16,7 +16,8 @@ type Stats struct {
 	// Unavailable counts requests answered with ErrUnavailable.
 	Unavailable uint64
 	// TooManyKeys counts requests refused with ErrTooManyKeys: they
-	// needed a new bucket while the limiter held Options.MaxBuckets.
+	// needed new buckets beyond their partition's share of
+	// Options.MaxBuckets.
 	TooManyKeys uint64
 	// LiveBuckets is the number of buckets held in memory (not full).
 	LiveBuckets int

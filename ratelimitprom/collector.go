@@ -54,7 +54,7 @@ func NewCollector(l *ratelimit.Limiter, namespace string) prometheus.Collector {
 		decisions:     d("decisions_total", "Rate-limit decisions since the limiter opened, by outcome (a LimitAll call is one decision).", "outcome"),
 		reservations:  d("reservations_total", "Grants that were reservations that must wait (RetryAfter > 0)."),
 		errors:        d("errors_total", "Requests answered with ErrUnavailable (the write-ahead log failed)."),
-		tooManyKeys:   d("too_many_keys_total", "Requests refused with ErrTooManyKeys: they needed a new bucket while the limiter held Options.MaxBuckets."),
+		tooManyKeys:   d("too_many_keys_total", "Requests refused with ErrTooManyKeys: they needed new buckets beyond their partition's share of Options.MaxBuckets."),
 		live:          d("live_buckets", "Buckets held in memory (buckets that are not full)."),
 		partitions:    d("partitions", "Actor partitions."),
 		walCommits:    d("wal_commits_total", "Write-ahead log group commits."),

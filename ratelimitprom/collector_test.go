@@ -33,7 +33,7 @@ ratelimit_reservations_total 1
 # HELP ratelimit_errors_total Requests answered with ErrUnavailable (the write-ahead log failed).
 # TYPE ratelimit_errors_total counter
 ratelimit_errors_total 0
-# HELP ratelimit_too_many_keys_total Requests refused with ErrTooManyKeys: they needed a new bucket while the limiter held Options.MaxBuckets.
+# HELP ratelimit_too_many_keys_total Requests refused with ErrTooManyKeys: they needed new buckets beyond their partition's share of Options.MaxBuckets.
 # TYPE ratelimit_too_many_keys_total counter
 ratelimit_too_many_keys_total 0
 # HELP ratelimit_live_buckets Buckets held in memory (buckets that are not full).

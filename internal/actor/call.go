@@ -14,9 +14,9 @@ import (
 // take.
 var ErrClosed = errors.New("actor: partition stopped")
 
-// ErrFull is set on the items of a message that needs a bucket its
-// partition does not hold, while the partition holds its most buckets
-// (Group.SetMaxBuckets).
+// ErrFull is set on the items of a message that needs buckets its
+// partition does not hold, more than the partition has room for under its
+// most buckets (Group.SetMaxBuckets).
 var ErrFull = errors.New("actor: partition holds its most buckets")
 
 // BucketID names one bucket.

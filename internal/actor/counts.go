@@ -3,8 +3,8 @@ package actor
 // Counts are decision counters.
 type Counts struct {
 	Grants, Denials, Reservations uint64
-	// Refused counts requests refused because they needed a new bucket
-	// while their partition held its most (ErrFull).
+	// Refused counts requests refused because they needed more new
+	// buckets than their partition had room for (ErrFull).
 	Refused uint64
 	Live    int // buckets held in memory
 }

@@ -33,8 +33,10 @@ func NewGroup(n int, log Log, clock func() int64) *Group {
 
 // SetMaxBuckets bounds the buckets the group holds to n (0: no bound):
 // the partitions share n as evenly as whole numbers allow (the first
-// n%Partitions hold one more), so together they never hold more than n.
-// Only before Start.
+// n%Partitions hold one more) and none stores a bucket beyond its share,
+// so together they never hold more than n, except for buckets restored
+// above a share (Restore does not refuse). With n below the number of
+// partitions, some partitions store none. Only before Start.
 func (g *Group) SetMaxBuckets(n int) {
 	for i, p := range g.parts {
 		p.maxBuckets = math.MaxInt

@@ -74,15 +74,19 @@ func (p *Partition) blocked(m msg) bool {
 }
 
 // load fills the items' states from the map, holding them if hold is set.
-// It returns ErrFull, loading nothing, if the partition holds its most
-// buckets and an item that a member may write is absent (see full).
+// It returns ErrFull, loading nothing, if the items that members may write
+// and the partition does not hold would take it past its most buckets.
 func (p *Partition) load(m msg, hold bool) error {
 	c := m.call
-	if p.buckets.len() >= p.maxBuckets {
+	if room := p.maxBuckets - p.buckets.len(); room < int(m.hi-m.lo) {
+		need := 0
 		for i := m.lo; i < m.hi; i++ {
 			if it := &c.Items[i]; it.canon == i && p.refuses(c, it) {
-				return ErrFull
+				need++
 			}
+		}
+		if need > 0 && need > room {
+			return ErrFull
 		}
 	}
 	for i := m.lo; i < m.hi; i++ {
@@ -100,7 +104,7 @@ func (p *Partition) load(m msg, hold bool) error {
 
 // refuses reports whether it names a bucket the partition does not hold
 // and may have to store: one a member takes from or credits. Only called
-// when the partition holds its most buckets.
+// when the partition is near its most buckets.
 func (p *Partition) refuses(c *Call, it *Item) bool {
 	return it.member >= 0 && p.refusesOp(it, c.Members[it.member].Op)
 }
