@@ -213,7 +213,7 @@ func TestClientCrashBetweenPhases(t *testing.T) {
 				t.Fatal("over-admitted:", st, err)
 			}
 			// The hold expires on the server's clock. (It lasts long enough
-			// to be counted above however slowly the kill is reaped.)
+			// to be counted above well after the kill is reaped.)
 			deadline := time.Now().Add(6 * time.Second)
 			for countKeys(t, client, prefix+"*h:*") != 0 {
 				if time.Now().After(deadline) {

@@ -39,8 +39,9 @@ func TestExpiryOnServerClock(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
 		prefix := testPrefix(t)
 		l := openPrefix(t, client, prefix, ratelimit.Options{Limits: map[string]ratelimit.Config{
-			"tb": {Kind: ratelimit.TokenBucket, Rate: 100, Period: S, Capacity: 10}, // full 100ms after emptying
-			"fw": {Kind: ratelimit.FixedWindow, Rate: 5, Period: 100 * time.Millisecond},
+			// Full 500ms after emptying: the key is read well within that.
+			"tb": {Kind: ratelimit.TokenBucket, Rate: 20, Period: S, Capacity: 10},
+			"fw": {Kind: ratelimit.FixedWindow, Rate: 5, Period: 500 * time.Millisecond},
 		}})
 		ctx := context.Background()
 		for _, name := range []string{"tb", "fw"} {
@@ -48,7 +49,7 @@ func TestExpiryOnServerClock(t *testing.T) {
 			st, err := l.Limit(ctx, req)
 			// A window that ends before its key can be read has expired
 			// it already: take again in the next window.
-			for tries := 0; err == nil && st.OK && st.ResetAfter < 50*time.Millisecond && tries < 5; tries++ {
+			for tries := 0; err == nil && st.OK && st.ResetAfter < 250*time.Millisecond && tries < 5; tries++ {
 				time.Sleep(st.ResetAfter + time.Millisecond)
 				st, err = l.Limit(ctx, req)
 			}

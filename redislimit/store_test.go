@@ -102,8 +102,8 @@ func TestWorkedCases(t *testing.T) {
 func TestServerClock(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
 		l := open(t, client, ratelimit.Options{Limits: map[string]ratelimit.Config{
-			// Full a second after emptying: the second call comes long
-			// before, however slow the server's fsync.
+			// Full a second after emptying: the second call comes well
+			// within it, even after a slow fsync.
 			"l": {Kind: ratelimit.TokenBucket, Rate: 10, Period: S, Capacity: 10},
 		}})
 		ctx := context.Background()

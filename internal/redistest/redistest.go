@@ -68,7 +68,9 @@ type Config struct {
 	// alone (port 0) instead of a free loopback TCP port.
 	Unix bool
 	// Args are added after the base arguments; a setting given again
-	// overrides the base one.
+	// overrides the base one, except --logfile and a --loglevel above
+	// notice: a start waits for the server's own log line that it is
+	// ready.
 	Args []string
 }
 
@@ -85,15 +87,15 @@ type Server struct {
 	exited  chan struct{} // closed when cmd has exited
 }
 
-// startTimeout bounds the wait for a new server to answer PING (loading
-// its append-only file included).
+// startTimeout bounds the wait for a new server to be ready (loading its
+// append-only file included).
 const startTimeout = 20 * time.Second
 
 // pollInterval is how often a starting server or cluster is asked again.
 const pollInterval = 20 * time.Millisecond
 
 // Start starts a redis-server as cfg says and returns once it answers
-// PING (redis-cli is not needed). On TCP it listens on 127.0.0.1 at a
+// PING and its log says it is ready (redis-cli is not needed). On TCP it listens on 127.0.0.1 at a
 // free port whose cluster bus port (port+10000) was free too; if another
 // process takes the port first, it tries another. On failure nothing is
 // left running and the error includes the server's log.
@@ -184,7 +186,7 @@ func (s *Server) start() error {
 func (s *Server) ready(pid int, from int64) bool {
 	b, _ := os.ReadFile(s.LogFile())
 	if int64(len(b)) < from {
-		return false
+		from = 0 // the log was cut or replaced: the pid still tells the lines apart
 	}
 	prefix := strconv.Itoa(pid) + ":"
 	for _, line := range strings.Split(string(b[from:]), "\n") {
@@ -325,7 +327,7 @@ func (s *Server) Stop() {
 
 // Restart starts the server again, on the same directory, address and
 // arguments (so it reads back its append-only file), and returns once it
-// answers PING; a server still running is stopped first. The port is not
+// is ready, as Start; a server still running is stopped first. The port is not
 // changed: if another process took it meanwhile, Restart fails.
 func (s *Server) Restart() error {
 	s.Stop()
