@@ -60,13 +60,13 @@ type Options struct {
 	// beyond its partition's share fails with ErrTooManyKeys, taking
 	// nothing, while requests on the buckets held go on, and buckets that
 	// refill to full are dropped (see SweepInterval) and make room again.
-	// So the limiter never holds more than MaxBuckets (buckets recovered
-	// from a file opened with a lower bound, or other partitions, are
-	// kept), and refusals can begin a little before it when keys are
-	// unevenly spread. It stops a flood of one-off keys (rotating
-	// addresses, random API keys) from growing memory, the log and
-	// snapshots without bound. 0 means DefaultMaxBuckets, < 0 no bound.
-	// A bucket takes about 100 bytes plus its key and name in memory.
+	// So the limiter holds at most MaxBuckets (buckets recovered from a
+	// file opened with a lower bound or other partitions are kept), and
+	// refusals can begin a little before it when keys are unevenly
+	// spread. It stops a flood of one-off keys (rotating addresses,
+	// random API keys) from growing memory, the log and snapshots without
+	// bound. 0 means DefaultMaxBuckets, < 0 no bound. A bucket takes
+	// about 100 bytes plus its key and name in memory.
 	MaxBuckets int
 	// Logger receives errors and recovery events; nil discards them.
 	Logger *slog.Logger

@@ -51,12 +51,13 @@ type Item struct {
 	ref      *entry
 	refMoves uint64
 
-	Part   int32 // owning partition
-	member int32 // index of the member this item serves
-	canon  int32 // index of the first item with the same ID (atomic calls)
-	second bool  // the member's B item
-	wrote  bool
-	Write  bool // State is to be stored
+	Part    int32 // owning partition
+	member  int32 // index of the member this item serves
+	canon   int32 // index of the first item with the same ID (atomic calls)
+	second  bool  // the member's B item
+	heldNew bool  // counted in its partition's heldNew (see Partition.load)
+	wrote   bool
+	Write   bool // State is to be stored
 }
 
 // Member is one decision of a call (64 bytes: one cache line).

@@ -33,10 +33,12 @@ func NewGroup(n int, log Log, clock func() int64) *Group {
 
 // SetMaxBuckets bounds the buckets the group holds to n (0: no bound):
 // the partitions share n as evenly as whole numbers allow (the first
-// n%Partitions hold one more) and none stores a bucket beyond its share,
-// so together they never hold more than n, except for buckets restored
-// above a share (Restore does not refuse). With n below the number of
-// partitions, some partitions store none. Only before Start.
+// n%Partitions hold one more) and a message is refused when the new
+// buckets it may write do not fit its partition's room (new buckets that
+// two-phase calls hold count against it until their commit), so together
+// they hold at most n, except for buckets restored above a share (Restore
+// does not refuse). With n below the number of partitions, some
+// partitions store none. Only before Start.
 func (g *Group) SetMaxBuckets(n int) {
 	for i, p := range g.parts {
 		p.maxBuckets = math.MaxInt

@@ -75,10 +75,12 @@ func (p *Partition) blocked(m msg) bool {
 
 // load fills the items' states from the map, holding them if hold is set.
 // It returns ErrFull, loading nothing, if the items that members may write
-// and the partition does not hold would take it past its most buckets.
+// and the partition does not hold would take it past its most buckets
+// (counting the new buckets other calls hold). Held items that are new and
+// may be written are counted in heldNew until release.
 func (p *Partition) load(m msg, hold bool) error {
 	c := m.call
-	if room := p.maxBuckets - p.buckets.len(); room < int(m.hi-m.lo) {
+	if room := p.maxBuckets - p.buckets.len() - p.heldNew; room < int(m.hi-m.lo) {
 		need := 0
 		for i := m.lo; i < m.hi; i++ {
 			if it := &c.Items[i]; it.canon == i && p.refuses(c, it) {
@@ -94,9 +96,13 @@ func (p *Partition) load(m msg, hold bool) error {
 		if it.canon != i {
 			continue
 		}
-		p.loadItem(it)
+		found := p.loadItem(it)
 		if hold {
 			p.held[it.ID] = c
+			if !found && it.member >= 0 && c.Members[it.member].Op != OpCheck {
+				it.heldNew = true
+				p.heldNew++
+			}
 		}
 	}
 	return nil
@@ -124,7 +130,7 @@ func (p *Partition) refusesOp(it *Item, op Op) bool {
 // clock went back since): it is then full as of that reading, so that the
 // refill up to it is not counted twice. Without drops since, a fresh
 // bucket starts at now, as SEMANTICS says.
-func (p *Partition) loadItem(it *Item) {
+func (p *Partition) loadItem(it *Item) (found bool) {
 	e, ref, ok := p.buckets.getRef(it.Hash, it.ID)
 	it.ref, it.refMoves = ref, p.buckets.moves
 	if ok {
@@ -132,6 +138,7 @@ func (p *Partition) loadItem(it *Item) {
 	} else {
 		it.State = it.Lim.Fresh(max(p.now, p.dropped), it.Phase)
 	}
+	return ok
 }
 
 // decide decides m's members here, in one step.
@@ -186,7 +193,7 @@ func (p *Partition) decideItems(m msg) (wrote bool) {
 // left to u's finish, which needs nothing of the partition: a caller
 // holding the partition's mutex runs it after.
 func (p *Partition) decideSingle(it *Item, mem *Member, u *undescribed) {
-	if p.buckets.len() >= p.maxBuckets && p.refusesOp(it, mem.Op) {
+	if p.buckets.len()+p.heldNew >= p.maxBuckets && p.refusesOp(it, mem.Op) {
 		it.Err = ErrFull
 		p.counts.Refused++
 		return
@@ -246,14 +253,20 @@ func (p *Partition) store(it *Item) {
 	it.wrote = true
 }
 
-// release drops m's holds and readies the messages parked on them.
+// release drops m's holds (and their count in heldNew) and readies the
+// messages parked on them.
 func (p *Partition) release(m msg) {
 	for i := m.lo; i < m.hi; i++ {
-		id := m.call.Items[i].ID
+		it := &m.call.Items[i]
+		id := it.ID
 		if p.held[id] != m.call {
 			continue
 		}
 		delete(p.held, id)
+		if it.heldNew {
+			it.heldNew = false
+			p.heldNew--
+		}
 		if _, ok := p.parked[id]; ok {
 			p.freed = append(p.freed, id)
 		}

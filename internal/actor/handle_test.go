@@ -1,9 +1,10 @@
 package actor
 
 // A partition's handling of messages (handle.go): the records a batch hands
-// to the log.
+// to the log, and the bound on buckets.
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -117,5 +118,52 @@ func TestMemoryModeResetKeepsNoRecords(t *testing.T) {
 	g.Run(0, func(p *Partition) { n = len(p.recs) })
 	if n != 0 {
 		t.Fatalf("%d records kept by a memory-mode partition after %d resets, want 0", n, keys)
+	}
+}
+
+// New buckets that a two-phase call holds count against its partition's
+// most buckets until the commit: a message that needs another new bucket
+// there meanwhile is refused, on the atomic path and the single one, so
+// the commit cannot take the partition past its bound.
+func TestHeldNewBucketsCountAgainstTheBound(t *testing.T) {
+	g := testGroup(2, NopLog{}, frozen)
+	g.SetMaxBuckets(2) // one bucket a partition
+	g.Start()
+	t.Cleanup(g.Stop)
+	lim := tokenLim(10)
+	x, y := twoParts(g, lim)
+	z := itemFor(g, lim, "n", keyOn(g, "n", 0, 1), 0) // another key on x's partition
+
+	unblock := blockPartition(t, g, 1)
+	defer unblock()
+	c := takeCall(1, x, y)
+	done := async(func() { decide(t, g, c) })
+	waitUntil(t, "the chain to hold x and reach partition 1", func() bool { return inbox(g.parts[1]) == 1 })
+
+	atomic := takeCall(1, z)
+	decide(t, g, atomic)
+	if err := atomic.FirstErr(); !errors.Is(err, ErrFull) {
+		t.Errorf("an atomic take of a new bucket while x is held new: %v, want ErrFull", err)
+	}
+	atomic.Release()
+	single := NewCall()
+	i := single.AddItem(z, 0, false)
+	single.Members = append(single.Members, Member{Op: OpTake, Count: 1, First: i, Second: -1})
+	decide(t, g, single)
+	if err := single.FirstErr(); !errors.Is(err, ErrFull) {
+		t.Errorf("a single take of a new bucket while x is held new: %v, want ErrFull", err)
+	}
+	single.Release()
+
+	unblock()
+	waitChan(t, done, "the chain's caller")
+	if err := c.FirstErr(); err != nil || !c.Members[0].OK || !c.Members[1].OK {
+		t.Fatalf("the chain: %v, members %+v", err, c.Members)
+	}
+	c.Release()
+	var held, heldNew int
+	g.Run(0, func(p *Partition) { held, heldNew = p.buckets.len(), p.heldNew })
+	if held != 1 || heldNew != 0 {
+		t.Fatalf("partition 0 holds %d buckets (%d held new), want its bound 1 (0)", held, heldNew)
 	}
 }

@@ -50,6 +50,7 @@ type Partition struct {
 	// maxBuckets is the most buckets the partition holds (math.MaxInt:
 	// no bound): a request that needs another is refused with ErrFull.
 	maxBuckets int
+	heldNew    int // new buckets two-phase calls hold here: counted against maxBuckets until their commit or abort
 	clock      func() int64
 	buckets    table
 	held       map[BucketID]*Call // buckets prepared by a call, until its commit or abort
