@@ -15,22 +15,22 @@ import (
 // a partition had already taken up may still be granted (and committed):
 // that can only under-admit.
 func (l *Limiter) Limit(ctx context.Context, r Request) (st Status, err error) {
-	err = l.decideOne(ctx, &r, r.CheckOnly, &st)
+	err = l.decideOne(ctx, &r, r.op(), &st)
 	return st, err
 }
 
 // Check answers as Limit would, without taking anything: Limit with
 // r.CheckOnly set.
 func (l *Limiter) Check(ctx context.Context, r Request) (st Status, err error) {
-	err = l.decideOne(ctx, &r, true, &st)
+	err = l.decideOne(ctx, &r, actor.OpCheck, &st)
 	return st, err
 }
 
-// decideOne decides r (a check if check is set) and fills st, which is
+// decideOne decides r as op (a take or a check) and fills st, which is
 // left as it is on an error. The status is filled in place rather than
 // returned: Status has too many fields for the compiler to keep in
 // registers, and each return would copy it through memory.
-func (l *Limiter) decideOne(ctx context.Context, r *Request, check bool, st *Status) error {
+func (l *Limiter) decideOne(ctx context.Context, r *Request, op actor.Op, st *Status) error {
 	if err := l.usable(ctx); err != nil {
 		return err
 	}
@@ -44,10 +44,6 @@ func (l *Limiter) decideOne(ctx context.Context, r *Request, check bool, st *Sta
 	n, err := d.count(r.Count, r.Reserve)
 	if err != nil {
 		return err
-	}
-	op := actor.OpTake
-	if check {
-		op = actor.OpCheck
 	}
 	if l.alone && d.shards == 1 {
 		// One bucket in memory: decided under its partition's mutex, with

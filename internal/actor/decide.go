@@ -98,8 +98,8 @@ func (u *undescribed) finish(m *Member) {
 	if u.lim == nil {
 		return
 	}
-	retry := int64(-1)
-	if u.timed && !m.OK && u.grantAt > u.now {
+	retry := int64(-1) // describe uses it only for a denial
+	if u.timed && u.grantAt > u.now {
 		retry = u.grantAt - u.now
 	}
 	describe(m, u.lim, u.prior, u.next, u.now, retry)

@@ -99,7 +99,7 @@ func (p *Partition) load(m msg, hold bool) error {
 		found := p.loadItem(it)
 		if hold {
 			p.held[it.ID] = c
-			if !found && it.member >= 0 && c.Members[it.member].Op != OpCheck {
+			if !found && mayStore(c, it) {
 				it.heldNew = true
 				p.heldNew++
 			}
@@ -108,21 +108,29 @@ func (p *Partition) load(m msg, hold bool) error {
 	return nil
 }
 
+// mayStore reports whether a member of c may store it's bucket: one that
+// takes from it or credits it.
+func mayStore(c *Call, it *Item) bool {
+	return it.member >= 0 && c.Members[it.member].Op != OpCheck
+}
+
 // refuses reports whether it names a bucket the partition does not hold
-// and may have to store: one a member takes from or credits. Only called
-// when the partition is near its most buckets.
+// and a member of c may have to store. Only called when the partition is
+// near its most buckets.
 func (p *Partition) refuses(c *Call, it *Item) bool {
-	return it.member >= 0 && p.refusesOp(it, c.Members[it.member].Op)
+	return mayStore(c, it) && !p.has(it)
 }
 
 // refusesOp reports whether it names a bucket the partition does not hold
 // and a member of op would have to store.
 func (p *Partition) refusesOp(it *Item, op Op) bool {
-	if op == OpCheck {
-		return false
-	}
+	return op != OpCheck && !p.has(it)
+}
+
+// has reports whether the partition's table holds it's bucket.
+func (p *Partition) has(it *Item) bool {
 	_, ok := p.buckets.get(it.Hash, it.ID)
-	return !ok
+	return ok
 }
 
 // loadItem loads it's bucket, or a full one if it is absent. An absent
