@@ -310,14 +310,11 @@ func TestRedisTLSAndPassword(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tlsPort, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	startRedis(t, "--tls-port", fmt.Sprint(tlsPort), "--tls-cert-file", certFile, "--tls-key-file", keyFile,
-		"--tls-ca-cert-file", caFile, "--tls-auth-clients", "no", "--requirepass", "s3cret")
+	srv := redistest.ForTest(t, redistest.Config{TLS: true, Args: append(redistest.Durable(),
+		"--tls-cert-file", certFile, "--tls-key-file", keyFile,
+		"--tls-ca-cert-file", caFile, "--tls-auth-clients", "no", "--requirepass", "s3cret")})
 	cfg := writeConfig(t, dir, "e2e.yaml", testConfig)
-	addr := fmt.Sprint("127.0.0.1:", tlsPort)
+	addr := srv.TLSAddr()
 	p := tryStartEnv(t, []string{"REDIS_PASSWORD=s3cret"}, "-config", cfg, "-redis", addr, "-redis-ca", caFile)
 	if p.grpcAddr == "" {
 		t.Fatalf("TLS with the right CA and password: exit %d:\n%s", p.exitCode, p.logs)

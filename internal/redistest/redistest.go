@@ -67,6 +67,10 @@ type Config struct {
 	// Unix makes the server listen on the unix socket Dir/redis.sock
 	// alone (port 0) instead of a free loopback TCP port.
 	Unix bool
+	// TLS makes the server also listen for TLS on a second free loopback
+	// port (Server.TLSAddr); Args must name its certificate and key
+	// (--tls-cert-file, --tls-key-file). Not with Unix.
+	TLS bool
 	// Args are added after the base arguments; a setting given again
 	// overrides the base one, except --logfile and a --loglevel above
 	// notice: a start waits for the server's own log line that it is
@@ -82,6 +86,7 @@ type Server struct {
 	network string // "tcp" or "unix"
 	addr    string
 	port    int
+	tlsPort int // 0: no TLS
 	args    []string
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has exited
@@ -108,6 +113,9 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{bin: bin, dir: cfg.Dir, network: "tcp"}
+	if cfg.Unix && cfg.TLS {
+		return nil, errors.New("redistest: TLS needs a TCP server, not Unix")
+	}
 	if cfg.Unix {
 		s.network, s.addr = "unix", filepath.Join(cfg.Dir, "redis.sock")
 		s.setArgs(cfg.Args)
@@ -117,10 +125,15 @@ func Start(cfg Config) (*Server, error) {
 		return s, nil
 	}
 	for try := 0; ; try++ {
-		if s.port, err = FreePort(); err != nil {
+		if s.port, err = freePort(); err != nil {
 			return nil, err
 		}
 		s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+		if cfg.TLS {
+			if s.tlsPort, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
 		s.setArgs(cfg.Args)
 		if err = s.start(); err == nil {
 			return s, nil
@@ -136,6 +149,9 @@ func (s *Server) setArgs(extra []string) {
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1"}
 	if s.network == "unix" {
 		s.args = append(s.args, "--unixsocket", s.addr, "--unixsocketperm", "700")
+	}
+	if s.tlsPort != 0 {
+		s.args = append(s.args, "--tls-port", strconv.Itoa(s.tlsPort))
 	}
 	s.args = append(s.args, extra...)
 }
@@ -206,6 +222,15 @@ func (s *Server) log() string {
 // Addr is where the server listens: host:port on TCP, the socket's path
 // on a unix socket.
 func (s *Server) Addr() string { return s.addr }
+
+// TLSAddr is the host:port of the server's TLS listener (Config.TLS),
+// or "" without one.
+func (s *Server) TLSAddr() string {
+	if s.tlsPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort))
+}
 
 // Network is "tcp" or "unix", as net.Dial takes it.
 func (s *Server) Network() string { return s.network }
@@ -334,9 +359,9 @@ func (s *Server) Restart() error {
 	return s.start()
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago, with
+// freePort returns a loopback TCP port that was free a moment ago, with
 // its cluster bus port (port+10000) free too.
-func FreePort() (int, error) {
+func freePort() (int, error) {
 	for range 50 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
