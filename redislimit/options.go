@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -43,7 +44,8 @@ func defaultConfig() config {
 func KeyPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
 // HoldTimeout is how long the hold a call across slots records on each
-// slot lives (default DefaultHoldTimeout; <= 0 means the default). Until
+// slot lives (default DefaultHoldTimeout; <= 0 means the default), rounded
+// up to a whole millisecond, the unit of a Redis expiry. Until
 // it expires the call can give back what it took there if a later slot
 // denies it; after, the tokens stay taken (under-admission only). A
 // client that stops between the phases leaves its holds to expire. Set
@@ -51,6 +53,12 @@ func KeyPrefix(prefix string) Option { return func(c *config) { c.prefix = prefi
 func HoldTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
+			if r := d % time.Millisecond; r != 0 {
+				d -= r
+				if d <= math.MaxInt64-time.Millisecond { // else the longest whole one
+					d += time.Millisecond
+				}
+			}
 			c.holdTTL = d
 		}
 	}

@@ -244,26 +244,28 @@ local function emit(v, u, r, present)
   out[nOut] = pack('<Bddd', present and 1 or 0, v, u, r)
 end
 
--- A unit's tentative writes, applied to the cache when it is granted.
+-- A unit's tentative writes, applied to the cache when it is granted;
+-- oAt[k] is key k's entry (see clearWrites).
 local oK, oI, oV, oU, oR, nO = {}, {}, {}, {}, {}, 0
+local oAt = {}
+local function clearWrites()
+  for j = 1, nO do oAt[oK[j]] = nil end
+  nO = 0
+end
 local function cur(i)
-  local k = IK[i]
-  for j = 1, nO do
-    if oK[j] == k then return oV[j], oU[j], oR[j] end
-  end
+  local j = oAt[IK[i]]
+  if j then return oV[j], oU[j], oR[j] end
   local v, u, r = state(i)
   return v, u, r
 end
 local function tput(i, v, u, r)
   local k = IK[i]
-  for j = 1, nO do
-    if oK[j] == k then
-      oI[j], oV[j], oU[j], oR[j] = i, v, u, r
-      return
-    end
+  local j = oAt[k]
+  if not j then
+    nO = nO + 1
+    j, oK[nO], oAt[k] = nO, k, nO
   end
-  nO = nO + 1
-  oK[nO], oI[nO], oV[nO], oU[nO], oR[nO] = k, i, v, u, r
+  oI[j], oV[j], oU[j], oR[j] = i, v, u, r
 end
 
 -- Decide members of a unit.
@@ -274,7 +276,7 @@ local mRv, mRu, mRr, mTu, mTr, mWv, mFirst = {}, {}, {}, {}, {}, {}, {}
 -- the unit's status: 0 denied, 1 granted, 2 a pair across slots whose
 -- held share cannot cover the decision.
 local function decideUnit(n)
-  nO = 0
+  clearWrites()
   for m = 1, n do
     local op, res, i, count = mOp[m], mRes[m], mA[m], mCount[m]
     local l = IL[i]
@@ -393,6 +395,9 @@ local function begin(keys, args)
   return true, b0, nB
 end
 
+-- Keys an MGET reads at most.
+local mgetChunk = 4096
+
 -- load reads the drop records, sweeps the expiry index (clock from the
 -- client: delete the buckets that are full by now, bounded per call), then
 -- reads every bucket at once.
@@ -410,10 +415,13 @@ local function load(b0, nB)
       end
     end
   end
-  if nB > 0 then
-    local raw = call('MGET', tunpack(KEYS, b0, b0 + nB - 1))
-    for k = b0, b0 + nB - 1 do
-      local b = raw[k - b0 + 1]
+  -- in chunks: unpack cannot spread more than a few thousand values
+  for lo = b0, b0 + nB - 1, mgetChunk do
+    local hi = lo + mgetChunk - 1
+    if hi > b0 + nB - 1 then hi = b0 + nB - 1 end
+    local raw = call('MGET', tunpack(KEYS, lo, hi))
+    for k = lo, hi do
+      local b = raw[k - lo + 1]
       isDirty[k] = false
       if b then
         if #b ~= 24 then error('ratelimit: ' .. KEYS[k] .. ' is not a bucket') end

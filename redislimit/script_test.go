@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
@@ -122,4 +125,57 @@ func TestFunctionElapsedRoundsOnce(t *testing.T) {
 	if err := c.FirstErr(); err != nil || !c.Members[0].OK {
 		t.Fatalf("elapsed %d: %v %+v", d, err, c.Members[0])
 	}
+}
+
+// Calls of many thousands of buckets (more than Lua's unpack spreads at
+// once, and enough to show a cost quadratic in a unit's size) decide like
+// small ones: a LimitMany of distinct keys, a LimitAll whose keys share
+// one tag, and Value and Reset of a limit with many shards.
+func TestLargeCalls(t *testing.T) {
+	const n = 9000
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		ctx := context.Background()
+		l := open(t, client, ratelimit.Options{Now: newFakeClock(t0).Now, Limits: map[string]ratelimit.Config{
+			"l": {Kind: ratelimit.TokenBucket, Rate: 10, Period: M},
+			"s": {Kind: ratelimit.TokenBucket, Rate: 10 * n, Period: M, Shards: n},
+		}})
+		rs := make([]ratelimit.Request, n)
+		for i := range rs {
+			rs[i] = ratelimit.Request{Name: "l", Key: fmt.Sprint("many", i)}
+		}
+		for i, d := range l.LimitMany(ctx, rs, nil) {
+			if d.Err != nil || !d.OK {
+				t.Fatalf("LimitMany of %d keys: request %d: %+v", n, i, d)
+			}
+		}
+		if v, err := l.Value(ctx, "l", rs[n-1].Key); err != nil || v.Value != 9 {
+			t.Fatalf("after LimitMany: Value %v, %v; want 9", v.Value, err)
+		}
+
+		var one []ratelimit.Request // keys on one tag
+		tag := route(bucket.Hash("l", "one0"), 0)
+		for i := 0; len(one) < n; i++ {
+			if k := fmt.Sprint("one", i); route(bucket.Hash("l", k), 0) == tag {
+				one = append(one, ratelimit.Request{Name: "l", Key: k, Count: 4})
+			}
+		}
+		for round, want := range []bool{true, true, false} { // 10 tokens: 4, 4, then 2 left
+			if st, err := l.LimitAll(ctx, one...); err != nil || st.OK != want {
+				t.Fatalf("LimitAll %d of %d keys on one tag: %+v, %v; want OK %v", round, n, st, err, want)
+			}
+		}
+
+		if _, err := l.Limit(ctx, ratelimit.Request{Name: "s", Key: "k"}); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := l.Value(ctx, "s", "k"); err != nil || v.Value != 10*n-1 {
+			t.Fatalf("Value of %d shards: %v, %v; want %d", n, v.Value, err, 10*n-1)
+		}
+		if err := l.Reset(ctx, "s", "k"); err != nil {
+			t.Fatalf("Reset of %d shards: %v", n, err)
+		}
+		if v, err := l.Value(ctx, "s", "k"); err != nil || v.Value != 10*n {
+			t.Fatalf("Value after Reset: %v, %v; want %d", v.Value, err, 10*n)
+		}
+	})
 }

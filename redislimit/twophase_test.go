@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
@@ -253,6 +254,35 @@ func TestTwoPhaseLimitAll(t *testing.T) {
 			t.Fatalf("%d holds left", n)
 		}
 	})
+}
+
+// A hold timeout below a millisecond is rounded up to one: a Redis expiry
+// counts whole milliseconds, and PX 0 is an error.
+func TestHoldTimeoutBelowAMillisecond(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{500 * time.Microsecond, time.Millisecond},
+		{time.Millisecond, time.Millisecond},
+		{1500 * time.Microsecond, 2 * time.Millisecond},
+		{math.MaxInt64, math.MaxInt64 - math.MaxInt64%time.Millisecond},
+	} {
+		cfg := defaultConfig()
+		HoldTimeout(c.in)(&cfg)
+		if cfg.holdTTL != c.want {
+			t.Errorf("HoldTimeout(%v): %v, want %v", c.in, cfg.holdTTL, c.want)
+		}
+	}
+	client := topologies[0].client(t)
+	l := open(t, client, ratelimit.Options{Now: newFakeClock(t0).Now, Limits: map[string]ratelimit.Config{
+		"a": {Kind: ratelimit.TokenBucket, Rate: 5, Period: M},
+		"b": {Kind: ratelimit.TokenBucket, Rate: 3, Period: M},
+	}}, HoldTimeout(500*time.Microsecond))
+	keys := keysOnDistinctTags("a", "b")
+	rs := []ratelimit.Request{{Name: "a", Key: keys[0], Count: 2}, {Name: "b", Key: keys[1], Count: 2}}
+	for i, want := range []bool{true, false} {
+		if st, err := l.LimitAll(context.Background(), rs...); err != nil || st.OK != want {
+			t.Fatalf("LimitAll %d across slots: %+v, %v; want OK %v", i, st, err, want)
+		}
+	}
 }
 
 // keysOnDistinctTags returns a key for each limit name such that their
