@@ -481,11 +481,11 @@ func (j *job) readRest(k int) {
 // dropHolds deletes the holds keys, one on each of tags, in the
 // background: a job of its own, which frees itself once done (Close sends
 // it and waits for it), queued to go with the next round rather than
-// start one. If the store is closing, the holds expire instead.
+// start one. If the store is closing, the holds expire instead. The job
+// is registered and queued under s.mu, so Close, which flushes the queue
+// under s.mu once it refuses new jobs, never waits for a drop it did not
+// send.
 func (s *redisStore) dropHolds(tags []int32, keys []string) {
-	if !s.begin() {
-		return
-	}
 	j := jobPool.Get().(*job)
 	j.s, j.async = s, true
 	for i, t := range tags {
@@ -494,5 +494,12 @@ func (s *redisStore) dropHolds(tags []int32, keys []string) {
 	}
 	j.state.Store(jobQueued)
 	j.pending.Store(int32(len(j.parts)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		j.free()
+		return
+	}
+	s.active++
 	s.b.queue(j.parts)
 }
