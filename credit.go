@@ -18,7 +18,9 @@ import (
 // checked before the credit is sent: once sent, Credit waits for its
 // outcome, so an error means nothing was credited (unless the log failed
 // or the limiter closed part way through a sharded credit spread over
-// partitions) and the caller may retry.
+// partitions) and the caller may retry. On Redis (package redislimit) an
+// ErrUnavailable may also be a credit the server applied whose reply was
+// lost: retrying it can credit twice.
 func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) error {
 	if err := l.usable(ctx); err != nil {
 		return err

@@ -30,8 +30,10 @@
 //   - Fails closed: a call that Redis did not answer as expected (an
 //     error, a timeout, a reply that does not parse) is ErrUnavailable and
 //     grants nothing. Such a call may still have been decided on the
-//     server (its reply was lost): that can only under-admit. go-redis
-//     never retries the store's calls (which could take or credit twice).
+//     server (its reply was lost): for a grant that can only under-admit,
+//     but a Credit may have been applied, and retrying it can credit
+//     twice (over-admitting by the credit). go-redis never retries the
+//     store's calls for that reason.
 //   - Bad input is rejected before anything is sent, with the local
 //     limiter's sentinels.
 //
