@@ -119,6 +119,31 @@ func TestClockBackAfterDropMintsNothing(t *testing.T) {
 	}
 }
 
+// A credit after the clock stepped back fills a bucket stamped later than
+// now; dropped as full, it must come back full as of its stamp, not of
+// now, or the refill between the two is counted again.
+func TestClockBackThenCreditMintsNothing(t *testing.T) {
+	ctx := context.Background()
+	clk := newClock()
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"t": tb(10, M)}})
+	clk.Set(t0.Add(M))
+	if st, err := l.Limit(ctx, Request{Name: "t", Count: 10}); err != nil || !st.OK {
+		t.Fatal(st, err)
+	}
+	clk.Set(t0) // the clock steps back a minute
+	if err := l.Credit(ctx, "t", "", 10); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := l.Limit(ctx, Request{Name: "t", Count: 10}); err != nil || !st.OK {
+		t.Fatal(st, err)
+	}
+	clk.Set(t0.Add(M)) // back where the bucket was emptied: nothing refilled since
+	st, err := l.Limit(ctx, Request{Name: "t", Count: 1})
+	if err != nil || st.OK || st.RetryAfter != 6*time.Second {
+		t.Fatalf("a minute after the credited bucket was emptied at an earlier reading: %+v, %v; want a denial for 6s", st, err)
+	}
+}
+
 // Clock going backwards far and forwards far (within ±100 years, no
 // overflow): nothing minted, nothing lost, ts never moves back.
 func TestClockFarJumpsWithinRange(t *testing.T) {

@@ -76,9 +76,10 @@
 // The tags, and so the layout, are fixed: every process sharing a server
 // computes the same keys whatever its settings.
 //
-// A tag's other keys: <prefix>{<tag>}d, the latest clock reading at which
-// a full bucket was deleted there (an absent bucket is fresh as of the
-// later of it and now, so a clock going back cannot count a refill twice);
+// A tag's other keys: <prefix>{<tag>}d, the latest clock reading at which,
+// or ts with which, a full bucket was deleted there (an absent bucket is
+// fresh as of the later of it and now, so a clock going back cannot count
+// a refill twice);
 // <prefix>{<tag>}x, the expiry index (with Options.Now only); and
 // <prefix>{<tag>}h:<id>, a hold of a call across slots.
 //

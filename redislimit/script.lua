@@ -192,10 +192,15 @@ local function freshAt()
   if du and le(nus, nrem, du, SDr[sec]) then return du, SDr[sec] end
   return nus, nrem
 end
-local function dropped()
+-- dropped records that a full bucket stamped (u, r) was deleted: the
+-- record becomes the latest of itself, now and the stamp (later than now
+-- when the clock went back since), so that the bucket comes back full as
+-- of no earlier than it was.
+local function dropped(u, r)
+  if le(u, r, nus, nrem) then u, r = nus, nrem end
   local du = SDu[sec]
-  if not du or not le(nus, nrem, du, SDr[sec]) then
-    SDu[sec], SDr[sec], SDc[sec] = nus, nrem, true
+  if not du or not le(u, r, du, SDr[sec]) then
+    SDu[sec], SDr[sec], SDc[sec] = u, r, true
   end
 end
 
@@ -230,7 +235,7 @@ local function store(k, i, v, u, r)
   if project(l, v, u, r, nus, nrem) >= LC[l] then
     CP[k] = false
     mark(k)
-    dropped()
+    dropped(u, r)
   else
     put(k, i, v, u, r)
   end
@@ -411,7 +416,10 @@ local function load(b0, nB)
         call('DEL', tunpack(due))
         call('ZREM', KEYS[expK], tunpack(due))
         sec = j
-        dropped()
+        dropped(nus, nrem) -- they are full by now (their scores are)
+        -- written at once: should the call fail later, the buckets stay deleted
+        call('SET', KEYS[SDk[j]], pack('<dd', SDu[j], SDr[j]))
+        SDc[j] = false
       end
     end
   end

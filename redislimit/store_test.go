@@ -26,6 +26,7 @@ type step struct {
 	retry   time.Duration
 	value   float64 // the bucket's value afterwards
 	err     error
+	credit  float64 // a Credit of this many instead of a request
 }
 
 // TestWorkedCases runs the worked cases of the semantics on Redis, single
@@ -69,6 +70,12 @@ func TestWorkedCases(t *testing.T) {
 			{at: 30 * S, count: 1, ok: false, retry: 36 * S, value: 0}, // refills from 60s on only
 			{at: 66 * S, count: 1, ok: true, value: 0},
 		}},
+		{"credit after the clock went back", ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: 10, Period: M}, []step{
+			{at: 60 * S, count: 10, ok: true, value: 0},
+			{at: 0, credit: 10, value: 10}, // full as of 60s, so deleted
+			{at: 0, count: 10, ok: true, value: 0},
+			{at: 60 * S, count: 1, ok: false, retry: 6 * S, value: 0}, // no refill before 60s
+		}},
 	}
 	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
 		for _, tc := range cases {
@@ -78,14 +85,12 @@ func TestWorkedCases(t *testing.T) {
 				ctx := context.Background()
 				for i, st := range tc.steps {
 					clk.Set(t0.Add(st.at))
-					r := ratelimit.Request{Name: "l", Key: "k", Count: st.count, Reserve: st.reserve, CheckOnly: st.check}
-					got, err := l.Limit(ctx, r)
-					if st.err != nil {
-						if !errors.Is(err, st.err) {
-							t.Fatalf("step %d: error %v, want %v", i, err, st.err)
+					if st.credit > 0 {
+						if err := l.Credit(ctx, "l", "k", st.credit); err != nil {
+							t.Fatalf("step %d: Credit: %v", i, err)
 						}
-					} else if err != nil || got.OK != st.ok || got.RetryAfter != st.retry {
-						t.Fatalf("step %d: %+v, %v; want ok %v retry %v", i, got, err, st.ok, st.retry)
+					} else if err := decide(l, st); err != nil {
+						t.Fatalf("step %d: %v", i, err)
 					}
 					v, err := l.Value(ctx, "l", "k")
 					if err != nil || v.Value != st.value {
@@ -95,6 +100,21 @@ func TestWorkedCases(t *testing.T) {
 			})
 		}
 	})
+}
+
+// decide makes st's request and compares the outcome with st's.
+func decide(l *ratelimit.Limiter, st step) error {
+	r := ratelimit.Request{Name: "l", Key: "k", Count: st.count, Reserve: st.reserve, CheckOnly: st.check}
+	got, err := l.Limit(context.Background(), r)
+	switch {
+	case st.err != nil:
+		if !errors.Is(err, st.err) {
+			return fmt.Errorf("error %v, want %v", err, st.err)
+		}
+	case err != nil || got.OK != st.ok || got.RetryAfter != st.retry:
+		return fmt.Errorf("%+v, %v; want ok %v retry %v", got, err, st.ok, st.retry)
+	}
+	return nil
 }
 
 // TestServerClock decides on the servers' clock (no Options.Now): a

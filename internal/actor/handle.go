@@ -134,10 +134,11 @@ func (p *Partition) has(it *Item) bool {
 }
 
 // loadItem loads it's bucket, or a full one if it is absent. An absent
-// bucket may have been dropped as full at a later reading than now (the
-// clock went back since): it is then full as of that reading, so that the
-// refill up to it is not counted twice. Without drops since, a fresh
-// bucket starts at now, as SEMANTICS says.
+// bucket may have been dropped as full at a later reading than now, or
+// with a stamp later than now (the clock went back since): it is then full
+// as of the latest such reading or stamp, so that the refill up to it is
+// not counted twice. Without drops since, a fresh bucket starts at now, as
+// SEMANTICS says.
 func (p *Partition) loadItem(it *Item) (found bool) {
 	e, ref, ok := p.buckets.getRef(it.Hash, it.ID)
 	it.ref, it.refMoves = ref, p.buckets.moves
@@ -247,7 +248,7 @@ func (p *Partition) store(it *Item) {
 	rec := wal.Record{Name: it.ID.Name, Key: it.ID.Key, Shard: it.ID.Shard}
 	if it.Lim.Full(it.State, p.now) {
 		p.buckets.del(it.Hash, it.ID)
-		p.dropped = max(p.dropped, p.now)
+		p.dropped = max(p.dropped, p.now, it.State.TS) // see loadItem
 		rec.Delete = true
 	} else {
 		if e := it.ref; e != nil && it.refMoves == p.buckets.moves && e.id == it.ID {

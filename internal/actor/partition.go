@@ -60,7 +60,7 @@ type Partition struct {
 	failed     error              // the log's error, read once per batch
 	now        int64              // the batch's clock reading
 	last       int64              // the latest reading any batch (or sweep) here used
-	dropped    int64              // the latest reading at which a full bucket was dropped here (see loadItem)
+	dropped    int64              // the latest reading at which, or stamp with which, a full bucket was dropped here (see loadItem)
 	recs       []wal.Record       // this batch's records
 	recSlot    [256]int32         // by table hash: a record of this batch to replace (see record)
 	pending    []msg              // this batch's messages that wrote records

@@ -30,7 +30,7 @@ func (p *Partition) Sweep(now int64, visit func(BucketID, bucket.State)) (droppe
 	t.each(0, func(s *subtable, j int) {
 		s.scan(func(tag uint64, e *entry) bool {
 			switch {
-			case !full(e, now):
+			case !p.drops(e, now):
 				if visit != nil {
 					visit(e.id, e.s)
 				}
@@ -48,7 +48,7 @@ func (p *Partition) Sweep(now int64, visit func(BucketID, bucket.State)) (droppe
 		}
 	})
 	for id, o := range t.overflow {
-		if full(&o.e, now) {
+		if p.drops(&o.e, now) {
 			delete(t.overflow, id)
 			dropped++
 		} else if visit != nil {
@@ -84,7 +84,7 @@ func (p *Partition) SweepSome(now int64, budget int) (dropped, examined int) {
 		s := t.dir[t.cursor]
 		start, width := t.span(t.cursor, s.depth)
 		examined += s.scan(func(_ uint64, e *entry) bool {
-			if full(e, now) {
+			if p.drops(e, now) {
 				dropped++
 				t.n--
 				return true
@@ -97,5 +97,13 @@ func (p *Partition) SweepSome(now int64, budget int) (dropped, examined int) {
 	return dropped, examined
 }
 
-// full reports whether e has refilled by now: it equals an absent bucket.
-func full(e *entry, now int64) bool { return e.lim != nil && e.lim.Full(e.s, now) }
+// drops reports whether e has refilled by now, so that a sweep drops it
+// (it equals an absent bucket), and then raises p.dropped to its stamp if
+// that is later (the clock went back since; see loadItem).
+func (p *Partition) drops(e *entry, now int64) bool {
+	if e.lim == nil || !e.lim.Full(e.s, now) {
+		return false
+	}
+	p.dropped = max(p.dropped, e.s.TS)
+	return true
+}
