@@ -11,7 +11,7 @@ import (
 
 // The configuration reloads on SIGHUP and when its files change: a good
 // one serves at once, buckets keeping their state (the tokens they hold)
-// under the new limits; a bad one is refused, logged and counted, and
+// under the new limits, even when a rule gains a name; a bad one is refused, logged and counted, and
 // the old one keeps serving.
 func TestReload(t *testing.T) {
 	t.Parallel()
@@ -38,14 +38,14 @@ func TestReload(t *testing.T) {
 
 			writeConfig(t, dir, "e2e.yaml", strings.Replace(testConfig,
 				"  - key: a\n    rate_limit: {period: 87600h, requests_per_unit: 3}",
-				"  - key: a\n    rate_limit: {period: 87600h, requests_per_unit: 5}", 1))
+				"  - key: a\n    rate_limit: {period: 87600h, requests_per_unit: 5, name: renamed}", 1))
 			reloaded("success", 1)
 			if got := p.remaining("a", "r"); got != 1 {
 				t.Errorf("a=r under 5, holding 1 token before: %d, want 1 (its state kept)", got)
 			}
 			if got := p.should(d("a", "r"), d("a", "fresh")).Statuses; got[0].LimitRemaining != 0 || got[1].LimitRemaining != 4 ||
-				got[1].CurrentLimit.GetRequestsPerUnit() != 5 {
-				t.Errorf("statuses %v, want a=r 0 left, a=fresh 4 of 5", got)
+				got[1].CurrentLimit.GetRequestsPerUnit() != 5 || got[1].CurrentLimit.GetName() != "renamed" {
+				t.Errorf("statuses %v, want a=r 0 left, a=fresh 4 of 5, named renamed", got)
 			}
 
 			writeConfig(t, dir, "e2e.yaml", testConfig+"  - key: broken\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n")

@@ -39,11 +39,11 @@ type domain struct {
 // every Match of the rule and must not be modified.
 type Limit struct {
 	// Name identifies the limit to the limiter (a key of
-	// ratelimit.Options.Limits): the domain and the rule's RuleName
-	// ("DOMAIN:RULENAME") when RuleName is set, else the domain and the
-	// rule's path ("DOMAIN.KEY=VALUE.KEY"), with '\', '.', '=', ':' and '!'
-	// in the domain, keys and values escaped by a '\'. Rules share a Name
-	// only by sharing a RuleName in one domain, and then Config too.
+	// ratelimit.Options.Limits): the domain and the rule's path
+	// ("DOMAIN.KEY=VALUE.KEY"), with '\', '.', '=', ':' and '!' in the
+	// domain, keys and values escaped by a '\'; never RuleName, so that
+	// adding or changing one keeps the rule's buckets. Each rule has its
+	// own.
 	Name string
 	// RuleName is rate_limit.name, "" when unset: what rate_limit.replaces
 	// refers to, and the name Envoy's RateLimit.name carries.

@@ -87,16 +87,16 @@
 //
 // # Names and keys
 //
-// A Limit's Name identifies it to the limiter: "DOMAIN:RULENAME" when the
-// rule has a rate_limit.name, else "DOMAIN.KEY=VALUE.KEY" (a key-only level
-// has no "="), and for a request's override "DOMAIN!5/minute" (or
+// A Limit's Name identifies it to the limiter: its path,
+// "DOMAIN.KEY=VALUE.KEY" (a key-only level has no "="), whether or not it
+// has a rate_limit.name (which only replaces uses, so that adding one
+// keeps the rule's buckets, and rules may share one whatever their
+// limits), and for a request's override "DOMAIN!5/minute" (or
 // "DOMAIN!5/30second" with a unit multiplier). A Match's Key is
 // "KEY=VALUE.KEY=VALUE" over every entry of the descriptor, with the
 // share_threshold pattern in place of values it pools. In domains, keys and
 // values, '\', '.', '=', ':' and '!' are escaped by a '\', so that distinct
-// rules get distinct names and distinct descriptors distinct keys. Rules
-// in one domain that share a rate_limit.name share their Name, and must
-// then have the same limit.
+// rules get distinct names and distinct descriptors distinct keys.
 //
 // # Differences from envoyproxy/ratelimit
 //

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/seed7fbd42b6/ratelimit"
 )
 
 // parse parses one file named "t.yaml" holding src.
@@ -56,3 +58,9 @@ func entries(kvs ...string) []Entry {
 // doc joins lines into a YAML document, so that tests can state line
 // numbers.
 func doc(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
+
+// sameConfig reports whether two configs are equal, their Start as times.
+func sameConfig(a, b ratelimit.Config) bool {
+	return a.Kind == b.Kind && a.Rate == b.Rate && a.Period == b.Period && a.Capacity == b.Capacity &&
+		a.MaxReserved == b.MaxReserved && a.Shards == b.Shards && a.Start.Equal(b.Start)
+}

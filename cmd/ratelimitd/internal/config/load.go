@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/seed7fbd42b6/ratelimit"
 )
 
 // File is one configuration file for Parse: the name errors give, and its
@@ -107,7 +105,7 @@ func unwrapPath(err error) error {
 // reports every problem it finds (at most 20), each an *Error wrapping a
 // sentinel, joined with errors.Is-able errors.Join when there are several.
 func Parse(files []File, opts *Options) (*Config, error) {
-	b := &builder{cfg: &Config{domains: make(map[string]*domain)}, named: make(map[string]*Limit)}
+	b := &builder{cfg: &Config{domains: make(map[string]*domain)}}
 	if opts != nil {
 		b.opts = *opts
 	}
@@ -126,10 +124,9 @@ func Parse(files []File, opts *Options) (*Config, error) {
 
 // builder assembles parsed files into a Config.
 type builder struct {
-	opts  Options
-	cfg   *Config
-	errs  errorList
-	named map[string]*Limit // by Name, the first counting rule with a rate_limit.name
+	opts Options
+	cfg  *Config
+	errs errorList
 }
 
 func (b *builder) addFile(file string, f *rawFile) {
@@ -220,28 +217,7 @@ func (b *builder) limit(file, domain string, path []Entry, levels []levelInfo, r
 	for _, lv := range levels {
 		l.dynamicStats = l.dynamicStats || lv.valueToMetric
 	}
-	if l.RuleName == "" {
-		l.Name = pathName(domain, path)
-	} else {
-		l.Name = ruleName(domain, l.RuleName)
-		if counts(l) {
-			if first := b.named[l.Name]; first == nil {
-				b.named[l.Name] = l
-			} else if !sameConfig(first.Config, l.Config) {
-				b.errs.add(file, rl.node.Line, "rate_limit.name", ErrDuplicate,
-					"%q names a different limit at %s:%d; rules that share a name share their limit",
-					l.RuleName, first.File, first.Line)
-			}
-		}
-	}
+	l.Name = pathName(domain, path) // not the rule's name: adding one keeps the buckets
 	b.cfg.limits = append(b.cfg.limits, l)
 	return l
-}
-
-// counts reports whether l has a limiter configuration.
-func counts(l *Limit) bool { return !l.Unlimited && !l.Blocked }
-
-func sameConfig(a, b ratelimit.Config) bool {
-	return a.Kind == b.Kind && a.Rate == b.Rate && a.Period == b.Period && a.Capacity == b.Capacity &&
-		a.MaxReserved == b.MaxReserved && a.Shards == b.Shards && a.Start.Equal(b.Start)
 }

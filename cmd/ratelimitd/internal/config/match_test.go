@@ -107,8 +107,8 @@ func TestMatchFlags(t *testing.T) {
 		t.Errorf("shadow_mode rule: %+v, %v; want ShadowMode", m.Limit, ok)
 	}
 	m, ok = limitFor(t, c, "parity", "route=read")
-	if !ok || m.Limit.RuleName != "read_limit" || m.Limit.Name != "parity:read_limit" {
-		t.Errorf("named rule: RuleName %q Name %q, want read_limit and parity:read_limit", m.Limit.RuleName, m.Limit.Name)
+	if !ok || m.Limit.RuleName != "read_limit" || m.Limit.Name != "parity.route=read" {
+		t.Errorf("named rule: RuleName %q Name %q, want read_limit and parity.route=read (its path)", m.Limit.RuleName, m.Limit.Name)
 	}
 	m, ok = limitFor(t, c, "parity", "vip_route=read")
 	if !ok || !slices.Equal(m.Limit.Replaces, []string{"read_limit"}) {

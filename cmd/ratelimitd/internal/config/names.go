@@ -36,15 +36,6 @@ func pathName(domain string, path []Entry) string {
 	return b.String()
 }
 
-// ruleName is the Name of a rule with a rate_limit.name.
-func ruleName(domain, name string) string {
-	var b strings.Builder
-	escape(&b, domain)
-	b.WriteByte(':')
-	b.WriteString(name)
-	return b.String()
-}
-
 // overrideName is the Name of a limit a request overrides.
 func overrideName(domain string, requestsPerUnit uint32, unit Unit, multiplier uint32) string {
 	var b strings.Builder

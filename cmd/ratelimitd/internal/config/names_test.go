@@ -106,7 +106,6 @@ func TestNamesAreInjective(t *testing.T) {
 					}
 				}
 			}
-			add(names, "name", ruleName(d, k1), fmt.Sprintf("rule %q %q", d, k1))
 		}
 		add(names, "name", overrideName(d, 1, Second, 1), fmt.Sprintf("override %q", d))
 		add(names, "name", overrideName(d, 1, Second, 2), fmt.Sprintf("override2 %q", d))
@@ -117,7 +116,6 @@ func TestNames(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{pathName("dom", []Entry{{"k", "v"}, {"k2", ""}}), "dom.k=v.k2"},
 		{pathName("a.b", []Entry{{"ip", "10.0.0.1"}}), `a\.b.ip=10\.0\.0\.1`},
-		{ruleName("a:b", "my.name"), `a\:b:my.name`},
 		{overrideName("d", 10, Minute, 1), "d!10/minute"},
 		{overrideName("d", 10, Second, 30), "d!10/30second"},
 		{bucketKey(nil, []Entry{{"k", ""}, {"a=b", "c"}}), `k=.a\=b=c`},

@@ -307,35 +307,27 @@ func TestParseExtensions(t *testing.T) {
 	}
 }
 
-// Rules that share a rate_limit.name share a limiter configuration.
-func TestParseSharedNames(t *testing.T) {
-	same := doc("domain: d", "descriptors:",
+// A rule's limit is named by its path, not by its rate_limit.name, which
+// only replaces uses: adding or changing a name keeps its buckets, and
+// rules may share a name whatever their limits (as envoyproxy/ratelimit
+// allows).
+func TestParseNamesDoNotNameLimits(t *testing.T) {
+	c := parse(t, doc("domain: d", "descriptors:",
 		"  - key: a", "    rate_limit: {name: n, unit: second, requests_per_unit: 5}",
-		"  - key: b", "    rate_limit: {name: n, unit: second, requests_per_unit: 5}",
-		"  - key: c", "    rate_limit: {name: n, unlimited: true}")
-	c := parse(t, same)
+		"  - key: b", "    rate_limit: {name: n, unit: second, requests_per_unit: 6}",
+		"  - key: c", "    rate_limit: {name: n, unlimited: true}"))
 	ma, _ := limitFor(t, c, "d", "a=1")
 	mb, _ := limitFor(t, c, "d", "b=1")
-	if ma.Limit.Name != "d:n" || mb.Limit.Name != "d:n" || ma.Limit == mb.Limit || ma.Key == mb.Key {
-		t.Errorf("shared name: %q %q, keys %q %q", ma.Limit.Name, mb.Limit.Name, ma.Key, mb.Key)
+	if ma.Limit.Name != "d.a" || mb.Limit.Name != "d.b" || ma.Limit.RuleName != "n" || mb.Limit.RuleName != "n" {
+		t.Errorf("rules named n: limits %q and %q, rule names %q and %q; want d.a and d.b, n and n",
+			ma.Limit.Name, mb.Limit.Name, ma.Limit.RuleName, mb.Limit.RuleName)
 	}
-	e := parseError(t, doc("domain: d", "descriptors:",
-		"  - key: a", "    rate_limit: {name: n, unit: second, requests_per_unit: 5}",
-		"  - key: b", "    rate_limit: {name: n, unit: second, requests_per_unit: 6}"))
-	if !errors.Is(e, ErrDuplicate) || e.Line != 6 || e.Field != "rate_limit.name" || !strings.Contains(e.Msg, "t.yaml:3") {
-		t.Errorf("conflicting shared name: %v", e)
-	}
-	// Names are per domain.
-	c2, err := Parse([]File{
-		{Name: "1.yaml", Data: []byte(doc("domain: d1", "descriptors:", "  - key: a",
-			"    rate_limit: {name: n, unit: second, requests_per_unit: 5}"))},
-		{Name: "2.yaml", Data: []byte(doc("domain: d2", "descriptors:", "  - key: a",
-			"    rate_limit: {name: n, unit: hour, requests_per_unit: 7}"))},
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfgs := c2.LimiterConfigs(); len(cfgs) != 2 || cfgs["d1:n"].Rate != 5 || cfgs["d2:n"].Rate != 7 {
+	if cfgs := c.LimiterConfigs(); len(cfgs) != 2 || cfgs["d.a"].Rate != 5 || cfgs["d.b"].Rate != 6 {
 		t.Errorf("LimiterConfigs = %v", cfgs)
+	}
+	unnamed := parse(t, doc("domain: d", "descriptors:",
+		"  - key: a", "    rate_limit: {unit: second, requests_per_unit: 5}"))
+	if m, _ := limitFor(t, unnamed, "d", "a=1"); m.Limit.Name != ma.Limit.Name {
+		t.Errorf("the rule without its name: limit %q, with it %q", m.Limit.Name, ma.Limit.Name)
 	}
 }

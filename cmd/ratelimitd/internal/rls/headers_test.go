@@ -33,7 +33,7 @@ descriptors:
     quota_mode: true
     rate_limit: {unit: second, requests_per_unit: 1}
 `)
-	a := engine.Status{Code: engine.OK, Kind: engine.Limited, Limit: ls["d:alpha"], Remaining: 4, ResetAfter: 1500 * time.Millisecond}
+	a := engine.Status{Code: engine.OK, Kind: engine.Limited, Limit: ls["d.a"], Remaining: 4, ResetAfter: 1500 * time.Millisecond}
 	b := engine.Status{Code: engine.OK, Kind: engine.Limited, Limit: ls["d.b"], Remaining: 50, ResetAfter: time.Hour}
 	bOver := engine.Status{Code: engine.OverLimit, Kind: engine.Limited, Limit: ls["d.b"], RetryAfter: 30 * time.Minute}
 	qOver := engine.Status{Code: engine.OverLimit, Kind: engine.Limited, Limit: ls["d.q"], RetryAfter: time.Second}

@@ -24,7 +24,7 @@ descriptors:
 // Each kind of status as envoyproxy/ratelimit writes it, in proto3 JSON.
 func TestResponseStatuses(t *testing.T) {
 	ls := limits(t, cfg)
-	a, tb, free := ls["d:alpha"], ls["d.tb"], ls["d.free"]
+	a, tb, free := ls["d.a"], ls["d.tb"], ls["d.free"]
 	cases := []struct {
 		name string
 		st   engine.Status
@@ -58,7 +58,7 @@ func TestResponseStatuses(t *testing.T) {
 
 func TestResponseFailedOpen(t *testing.T) {
 	ls := limits(t, cfg)
-	res := &engine.Result{Code: engine.OK, FailedOpen: true, Statuses: []engine.Status{{Code: engine.OK, Kind: engine.Limited, Limit: ls["d:alpha"]}}}
+	res := &engine.Result{Code: engine.OK, FailedOpen: true, Statuses: []engine.Status{{Code: engine.OK, Kind: engine.Limited, Limit: ls["d.a"]}}}
 	out := Response(res, HeadersDraft)
 	if out.OverallCode != rlsv3.RateLimitResponse_OK || out.Statuses[0].CurrentLimit != nil || out.ResponseHeadersToAdd != nil {
 		t.Errorf("%v", out)
