@@ -92,7 +92,8 @@ func (e *Engine) markFailed(err error) {
 type part struct {
 	st     int // its Status in Result.Statuses
 	req    ratelimit.Request
-	zero   bool // hits 0: checked for one token, judged by the bucket's value when that fails
+	zero   bool    // hits 0: checked for one token, judged by the bucket's value when that fails
+	own    float64 // its hits; in a check, req.Count adds what the parts before it take from its bucket
 	shadow bool
 	quota  bool
 	// follows is, for a zero part on a bucket an earlier part of the
@@ -235,15 +236,24 @@ func (e *Engine) plan(req *Request, res *Result, s *scratch) {
 		count := float64(st.Hits)
 		if st.Hits == 0 {
 			p.zero, count = true, 1
+		} else {
+			p.own = count
 		}
 		p.req = ratelimit.Request{Name: l.Name, Key: st.Key, Count: count, Reserve: reserve, CheckOnly: p.zero || req.CheckOnly}
 		if s.inline[i] {
 			p.req.Config = &l.Config
 		}
+		prior := 0.0 // what the parts before take from this bucket
+		if !p.zero {
+			prior = s.taken(p.req)
+			if req.CheckOnly { // checked as it would be decided: after them
+				p.req.Count += prior
+			}
+		}
 		switch {
 		case p.zero && maxCount(c, false) < 1:
 			p.state = within // a bucket that cannot hold one token holds no debt either
-		case count > maxCount(c, reserve) || !p.req.CheckOnly && s.taken(p.req)+count > maxTotal(c, reserve):
+		case count > maxCount(c, reserve) || prior+count > maxTotal(c, reserve):
 			if now.IsZero() {
 				now = e.now()
 			}
@@ -259,26 +269,31 @@ func (e *Engine) plan(req *Request, res *Result, s *scratch) {
 	}
 }
 
-// taken is what the parts planned so far take from r's bucket.
+// taken is what the parts planned so far take from r's bucket (would
+// take, in a check).
 func (s *scratch) taken(r ratelimit.Request) float64 {
 	sum := 0.0
 	for k := range s.parts {
-		q := &s.parts[k].req
-		if s.parts[k].state == pending && !q.CheckOnly && q.Name == r.Name && q.Key == r.Key {
-			sum += q.Count
+		if p := &s.parts[k]; p.takes(r) {
+			sum += p.own
 		}
 	}
 	return sum
 }
 
-// taker is the last part planned so far that takes from r's bucket, or -1.
+// taker is the last part planned so far that takes from r's bucket (would
+// take, in a check), or -1.
 func (s *scratch) taker(r ratelimit.Request) int {
 	last := -1
 	for k := range s.parts {
-		q := &s.parts[k].req
-		if s.parts[k].state == pending && !q.CheckOnly && q.Name == r.Name && q.Key == r.Key {
+		if s.parts[k].takes(r) {
 			last = k
 		}
 	}
 	return last
+}
+
+// takes reports whether p takes from r's bucket (would take, in a check).
+func (p *part) takes(r ratelimit.Request) bool {
+	return p.state == pending && !p.zero && p.req.Name == r.Name && p.req.Key == r.Key
 }

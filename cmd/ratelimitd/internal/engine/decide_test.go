@@ -257,6 +257,70 @@ func TestDecideCheckOnlyTakesNothing(t *testing.T) {
 	}
 }
 
+// A check answers with the codes a take would get, and reports each bucket
+// as it stands: descriptors naming one bucket twice are checked as they
+// would be taken, one after the other.
+func TestDecideCheckAnswersAsATake(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		taken []Descriptor // before
+		ds    []Descriptor
+	}{
+		{"one bucket twice, fitting apart", []Descriptor{desc(1, "a=x")}, []Descriptor{desc(1, "a=x"), desc(1, "a=x")}},
+		{"one bucket twice, fitting", nil, []Descriptor{desc(2, "a=x"), desc(1, "a=x")}},
+		{"token bucket twice", []Descriptor{desc(7, "tb=x")}, []Descriptor{desc(2, "tb=x"), desc(2, "tb=x")}},
+		{"twice, above the limit together", nil, []Descriptor{desc(6, "tb=x"), desc(6, "tb=x")}},
+		{"a take then hits 0", []Descriptor{desc(8, "tb=x")}, []Descriptor{desc(2, "tb=x"), desc(0, "tb=x")}},
+		{"a take emptying it then hits 0", []Descriptor{desc(8, "tb=x")}, []Descriptor{desc(3, "tb=x"), desc(0, "tb=x")}},
+		{"two buckets", []Descriptor{desc(2, "a=x")}, []Descriptor{desc(1, "b=x"), desc(2, "a=x")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var want []Code
+			for _, check := range []bool{true, false} {
+				f := newFixture(t, rules, Options{})
+				for _, d := range c.taken {
+					f.decide("d", d)
+				}
+				before := make([]float64, len(c.ds))
+				for i, d := range c.ds {
+					before[i] = f.remaining("d", d.Entries[0].Key+"="+d.Entries[0].Value)
+				}
+				res, err := f.try(&Request{Domain: "d", CheckOnly: check, Descriptors: c.ds})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if check {
+					want = codes(res)
+					for i, st := range res.Statuses {
+						if !st.Never && st.Remaining != before[i] { // never grantable: not read
+							t.Errorf("check: status %d reports %v left, the bucket holds %v", i, st.Remaining, before[i])
+						}
+					}
+				} else if got := codes(res); !slices.Equal(got, want) {
+					t.Errorf("take: codes %v, the check's %v", got, want)
+				}
+			}
+		})
+	}
+}
+
+// A check reports when its bucket, as it stands, is full again: now for a
+// full one.
+func TestDecideCheckResetAfter(t *testing.T) {
+	f := newFixture(t, rules, Options{})
+	for _, hits := range []uint64{0, 5} {
+		res, err := f.try(&Request{Domain: "d", CheckOnly: hits > 0, Descriptors: []Descriptor{desc(hits, "tb=x")}})
+		if st := res.Statuses[0]; err != nil || st.Code != OK || st.Remaining != 10 || st.ResetAfter != 0 {
+			t.Errorf("check of %d on a full bucket: %+v, %v; want OK, 10 left, full now", hits, st, err)
+		}
+	}
+	f.decide("d", desc(4, "tb=x"))
+	res, err := f.try(&Request{Domain: "d", CheckOnly: true, Descriptors: []Descriptor{desc(3, "tb=x")}})
+	if st := res.Statuses[0]; err != nil || st.Remaining != 6 || st.ResetAfter != 4*time.Second {
+		t.Errorf("check of 3 with 6 left: %+v, %v; want 6 left, full in 4s", st, err)
+	}
+}
+
 func TestDecideOverride(t *testing.T) {
 	f := newFixture(t, rules, Options{Limits: Limits{MaxOverrides: 2}})
 	o := desc(1, "zzz=x")

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit"
@@ -111,6 +112,30 @@ func (e *Engine) overDenies(p *part, res *Result, quotasOver *int) bool {
 	return true
 }
 
+// fullAfter is how long st's bucket, holding st.Remaining, needs to be
+// full: a token bucket's ResetAfter as it stands, for a status the limiter
+// reported as if its count were taken. A fixed window's stays the window's
+// end (setTimes).
+func fullAfter(st *Status) time.Duration {
+	c := &st.Limit.Config
+	if c.Kind != ratelimit.TokenBucket {
+		return st.ResetAfter
+	}
+	capacity := c.Capacity
+	if capacity == 0 {
+		capacity = c.Rate
+	}
+	need := capacity - st.Remaining
+	if !(need > 0) || !(c.Rate > 0) {
+		return 0
+	}
+	d := math.Ceil(need / c.Rate * float64(c.Period))
+	if d >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(d)
+}
+
 // setTimes copies a limiter status's waits into st, with the window's end
 // as the reset time of a fixed window.
 func (e *Engine) setTimes(st *Status, ls ratelimit.Status, p *part) {
@@ -133,14 +158,15 @@ func (e *Engine) finishGrant(res *Result, s *scratch) {
 		st := &res.Statuses[p.st]
 		ls := s.each[j]
 		st.Remaining = ls.Remaining
+		e.setTimes(st, ls, p)
 		if p.req.CheckOnly { // the limiter reports what a take would have left
 			st.Remaining += p.req.Count
+			st.ResetAfter = fullAfter(st)
 		}
-		e.setTimes(st, ls, p)
 		p.state = within
 		res.RetryAfter = max(res.RetryAfter, st.RetryAfter)
 	}
-	e.finishFollowers(res, s)
+	e.finishFollowers(res, s, true)
 	for k := range s.parts {
 		p := &s.parts[k]
 		if p.state == over && !p.shadow {
@@ -159,6 +185,9 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotaDenied bool) {
 		ls := s.each[j]
 		st.Remaining = s.bucketNow(j)
 		e.setTimes(st, ls, p)
+		if ls.OK { // the limiter reports what a take would have left
+			st.ResetAfter = fullAfter(st)
+		}
 		switch {
 		case ls.OK, p.zero && ls.Remaining >= 0:
 			p.state, st.RetryAfter = within, 0
@@ -171,7 +200,7 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotaDenied bool) {
 			}
 		}
 	}
-	e.finishFollowers(res, s)
+	e.finishFollowers(res, s, false)
 	res.Code, res.RetryAfter = OverLimit, 0
 	quotaWait := time.Duration(-1)
 	for k := range s.parts {
@@ -212,18 +241,25 @@ func (s *scratch) bucketNow(j int) float64 {
 }
 
 // finishFollowers reports each zero part that follows another on its
-// bucket as that part leaves it.
-func (e *Engine) finishFollowers(res *Result, s *scratch) {
+// bucket as that part leaves it. In a granted check, which takes nothing,
+// the leader reports its bucket as it stands, and the follower's code is
+// judged by what the leader would leave.
+func (e *Engine) finishFollowers(res *Result, s *scratch, granted bool) {
 	for k := range s.parts {
 		p := &s.parts[k]
 		if p.follows < 0 {
 			continue
 		}
-		leader := &res.Statuses[s.parts[p.follows].st]
+		lp := &s.parts[p.follows]
+		leader := &res.Statuses[lp.st]
 		st := &res.Statuses[p.st]
 		st.Remaining, st.ResetAfter = leader.Remaining, leader.ResetAfter
 		p.state = within
-		if st.Remaining < 0 {
+		left := st.Remaining
+		if granted && lp.req.CheckOnly {
+			left -= lp.req.Count
+		}
+		if left < 0 {
 			p.state, st.Code, st.RetryAfter = over, OverLimit, leader.RetryAfter
 			if p.shadow {
 				st.Code, st.Shadowed = OK, true
