@@ -59,6 +59,9 @@ func (l *Limiter) recover() error {
 		return fmt.Errorf("%w: loading snapshot: %w", ErrUnavailable, &fileError{err})
 	}
 	fromSnap := n
+	if err := l.wal.Continues(pos); err != nil {
+		return fmt.Errorf("%w: replaying log: %w", ErrUnavailable, &fileError{err})
+	}
 	if err := l.wal.Replay(pos, apply); err != nil {
 		return fmt.Errorf("%w: replaying log: %w", ErrUnavailable, &fileError{err})
 	}

@@ -4,6 +4,7 @@ package ratelimit
 // in flight, config changes and crashed files; what failed is not written.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -866,6 +867,64 @@ func TestRecoveryTornLastCommitFallsBackWhole(t *testing.T) {
 			l = open(t, opts)
 			if v := value(t, l, "big", "a").Value; v != 1e9-13 {
 				t.Errorf("big/a = %v after continuing, want %v", v, 1e9-13)
+			}
+		})
+	}
+}
+
+// Recovery refuses a file whose log does not continue from its snapshot:
+// the snapshot's bucket gone (its position would read 0, and every batch
+// it covered was truncated), or the first batch after the snapshot gone.
+// Opening either would forget acknowledged grants.
+func TestRecoveryRefusesALogThatDoesNotContinueTheSnapshot(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(tx *bolt.Tx) error
+	}{
+		{"snapshot missing", func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("snapshot")) }},
+		{"first batch after it missing", func(tx *bolt.Tx) error {
+			c := tx.Bucket([]byte("log")).Cursor()
+			first, _ := c.First()
+			seq := append([]byte(nil), first[:8]...)
+			for k, _ := c.First(); k != nil && bytes.HasPrefix(k, seq); k, _ = c.First() {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rl.db")
+			clk := newClock()
+			opts := Options{Path: path, Limits: durableLimits, Now: clk.Now}
+			l := open(t, opts)
+			for i := range 3 {
+				limit(t, l, Request{Name: "tb", Key: fmt.Sprint("k", i), Count: 5})
+			}
+			if err := l.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			limit(t, l, Request{Name: "tb", Key: "k0", Count: 1})
+			limit(t, l, Request{Name: "tb", Key: "k1", Count: 1})
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(c.damage); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if l, err := Open(opts); !errors.Is(err, ErrCorrupt) {
+				if err == nil {
+					l.Close()
+				}
+				t.Fatalf("Open: %v, want ErrCorrupt", err)
 			}
 		})
 	}

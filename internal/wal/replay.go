@@ -82,6 +82,43 @@ func (l *Log) Replay(after uint64, fn func(Record) error) (err error) {
 	})
 }
 
+// Continues checks that the log holds every batch after pos, the
+// position of the snapshot recovery starts from: nothing after pos was
+// truncated, pos is not beyond Position, and the first batch after pos,
+// if any, is pos+1. Otherwise the snapshot or the log's start is damaged
+// (say, the snapshot's bucket is missing, so pos reads 0) and replaying
+// would silently forget batches: an error wrapping ErrCorrupt.
+func (l *Log) Continues(pos uint64) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	inFn := false
+	defer recoverCorrupt(&err, "check", &inFn)
+	if last := l.Position(); pos > last {
+		return fmt.Errorf("%w: the snapshot is at log position %d, beyond the log's %d", ErrCorrupt, pos, last)
+	}
+	return l.db.View(func(tx *bolt.Tx) error {
+		meta, lb := tx.Bucket(metaBucket), tx.Bucket(logBucket)
+		if meta == nil || lb == nil {
+			return fmt.Errorf("%w: meta or log bucket missing", ErrCorrupt)
+		}
+		if t := meta.Get(truncatedKey); len(t) == 8 && binary.BigEndian.Uint64(t) > pos {
+			return fmt.Errorf("%w: the log was truncated up to batch %d, beyond the snapshot's position %d (a missing or damaged snapshot)",
+				ErrCorrupt, binary.BigEndian.Uint64(t), pos)
+		}
+		var start [8]byte
+		binary.BigEndian.PutUint64(start[:], pos+1)
+		if k, _ := lb.Cursor().Seek(start[:]); k != nil {
+			seq, _, err := parseLogKey(k)
+			if err != nil {
+				return err
+			}
+			if seq != pos+1 {
+				return fmt.Errorf("%w: the log resumes at batch %d after the snapshot's position %d", ErrCorrupt, seq, pos)
+			}
+		}
+		return nil
+	})
+}
+
 // TruncateTx deletes every log batch with sequence number <= upTo inside
 // tx, a writable transaction on DB(), and records upTo so that Position
 // (and the next sequence number) never goes back, even after reopening an

@@ -52,6 +52,37 @@ func TestTruncate(t *testing.T) {
 	}
 }
 
+// Continues accepts a snapshot position from which the log holds every
+// later batch, and refuses one the log was truncated beyond, one beyond
+// the log's position, and one the next batch does not follow.
+func TestContinues(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
+	for i := range 6 {
+		appendWait(t, l, Record{Name: fmt.Sprint("b", i+1)})
+	}
+	if err := l.DB().Update(func(tx *bolt.Tx) error { return l.TruncateTx(tx, 3) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pos uint64
+		ok  bool
+	}{{3, true}, {5, true}, {6, true}, {2, false}, {0, false}, {7, false}} {
+		if err := l.Continues(c.pos); c.ok != (err == nil) || !c.ok && !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Continues(%d) = %v, want ok %v", c.pos, err, c.ok)
+		}
+	}
+	if err := l.DB().Update(func(tx *bolt.Tx) error { // batch 5 gone
+		var k [8]byte
+		binary.BigEndian.PutUint64(k[:], 5)
+		return tx.Bucket(logBucket).Delete(k[:])
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Continues(4); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Continues(4) without batch 5 = %v, want ErrCorrupt", err)
+	}
+}
+
 // TruncateTx(upTo) removes exactly the keys of batches <= upTo (all their
 // chunks) and keeps every key after; reopening gives the right position
 // whether the last key is a chunk key or the log is empty.
