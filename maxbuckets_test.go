@@ -14,7 +14,7 @@ import (
 
 // At MaxBuckets, a request that needs a new bucket is refused with
 // ErrTooManyKeys and takes nothing; requests on the buckets held, and
-// checks, go on; buckets that refill and are dropped make room again.
+// checks and credits, go on; buckets that refill and are dropped make room again.
 func TestMaxBucketsRefusesNewKeysOnly(t *testing.T) {
 	clk := newClock()
 	l, err := Open(Options{Now: clk.Now, Partitions: 4, MaxBuckets: 64,
@@ -48,6 +48,10 @@ func TestMaxBucketsRefusesNewKeysOnly(t *testing.T) {
 	grant(t, l, Request{Name: "api", Key: "k0", Count: 1})
 	if st, err := l.Check(ctx, Request{Name: "api", Key: refused}); err != nil || !st.OK {
 		t.Fatalf("Check of a new key at the bound = %+v, %v", st, err)
+	}
+	// So is a credit of one: an absent bucket is full, and stays full.
+	if err := l.Credit(ctx, "api", refused, 3); err != nil {
+		t.Fatalf("Credit of a new key at the bound = %v", err)
 	}
 	// All or nothing: a LimitAll that needs a new bucket takes nothing.
 	if _, err := l.LimitAll(ctx, Request{Name: "api", Key: "k0"}, Request{Name: "api", Key: refused}); !errors.Is(err, ErrTooManyKeys) {

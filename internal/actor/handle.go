@@ -109,9 +109,10 @@ func (p *Partition) load(m msg, hold bool) error {
 }
 
 // mayStore reports whether a member of c may store it's bucket: one that
-// takes from it or credits it.
+// takes from it. (A credit never stores a bucket it did not hold: an
+// absent bucket is full, and a credit leaves it full.)
 func mayStore(c *Call, it *Item) bool {
-	return it.member >= 0 && c.Members[it.member].Op != OpCheck
+	return it.member >= 0 && c.Members[it.member].Op == OpTake
 }
 
 // refuses reports whether it names a bucket the partition does not hold
@@ -122,9 +123,9 @@ func (p *Partition) refuses(c *Call, it *Item) bool {
 }
 
 // refusesOp reports whether it names a bucket the partition does not hold
-// and a member of op would have to store.
+// and a member of op would have to store: a take.
 func (p *Partition) refusesOp(it *Item, op Op) bool {
-	return op != OpCheck && !p.has(it)
+	return op == OpTake && !p.has(it)
 }
 
 // has reports whether the partition's table holds it's bucket.
