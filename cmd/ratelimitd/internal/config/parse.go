@@ -28,9 +28,15 @@ var (
 
 // parser reads one file's YAML into the configuration being built.
 type parser struct {
-	file string
-	errs *errorList
+	file  string
+	errs  *errorList
+	descs int // descriptors parsed, each use of an alias counted
 }
+
+// maxDescriptors bounds the descriptors of one file, counted after YAML
+// aliases are expanded, so that a few lines of nested aliases cannot make
+// a load take exponential time and memory.
+const maxDescriptors = 100_000
 
 func (p *parser) fail(n *yaml.Node, field string, sentinel error, format string, args ...any) {
 	line := 0
@@ -155,6 +161,12 @@ func (p *parser) descriptors(n *yaml.Node, field string) []*rawDescriptor {
 	}
 	var ds []*rawDescriptor
 	for _, item := range n.Content {
+		if p.descs++; p.descs > maxDescriptors {
+			if p.descs == maxDescriptors+1 {
+				p.fail(item, field, ErrInvalidValue, "more than %d descriptors in one file (each use of an alias counts)", maxDescriptors)
+			}
+			return ds
+		}
 		if d := p.descriptor(item); d != nil {
 			ds = append(ds, d)
 		}

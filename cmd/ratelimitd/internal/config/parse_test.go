@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -329,5 +330,25 @@ func TestParseNamesDoNotNameLimits(t *testing.T) {
 		"  - key: a", "    rate_limit: {unit: second, requests_per_unit: 5}"))
 	if m, _ := limitFor(t, unnamed, "d", "a=1"); m.Limit.Name != ma.Limit.Name {
 		t.Errorf("the rule without its name: limit %q, with it %q", m.Limit.Name, ma.Limit.Name)
+	}
+}
+
+// A few lines of nested aliases (each level uses the one before ten
+// times) would expand to ten million descriptors: the parse stops at
+// maxDescriptors with an error naming the bound.
+func TestParseBoundsAliasExpansion(t *testing.T) {
+	lines := []string{"domain: d", "descriptors:",
+		"  - key: l0", "    descriptors: &a0", "      - key: k", "        rate_limit: {unit: second, requests_per_unit: 1}"}
+	for level := 1; level <= 7; level++ {
+		var uses []string
+		for i := range 10 {
+			uses = append(uses, fmt.Sprintf("{key: x%d, descriptors: *a%d}", i, level-1))
+		}
+		lines = append(lines, fmt.Sprintf("  - key: l%d", level),
+			fmt.Sprintf("    descriptors: &a%d [%s]", level, strings.Join(uses, ", ")))
+	}
+	e := parseError(t, doc(lines...))
+	if !errors.Is(e, ErrInvalidValue) || !strings.Contains(e.Msg, fmt.Sprint(maxDescriptors)) {
+		t.Errorf("a bomb of aliases: %v, want ErrInvalidValue naming the bound", e)
 	}
 }
