@@ -11,6 +11,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // model is SEMANTICS.md's arithmetic, with integer-nanosecond times.
@@ -222,13 +224,22 @@ type keyedModel struct {
 	maxRes   float64
 	phase    map[string]int64 // a fresh fixed window's start, mod period, per key
 	b        map[string]*modelBucket
+	parts    int     // the limiter's Options.Partitions
+	dropped  []int64 // per partition: the latest reading or ts at which a full bucket was dropped
+}
+
+// freshAt is when an absent bucket of key is fresh: now, or, after the
+// clock went back, the latest reading or ts at which its partition
+// dropped a full bucket (it may have been this one: SEMANTICS.md).
+func (m *keyedModel) freshAt(key string, now int64) int64 {
+	return max(now, m.dropped[bucket.Hash("x", key)%uint64(m.parts)])
 }
 
 func (m *keyedModel) project(key string, now int64) (float64, int64) {
 	b := m.b[key]
 	if m.kind == TokenBucket {
 		if !b.present {
-			return m.capacity, now
+			return m.capacity, m.freshAt(key, now)
 		}
 		el, ts := now-b.ts, now
 		if el < 0 {
@@ -237,8 +248,8 @@ func (m *keyedModel) project(key string, now int64) (float64, int64) {
 		return math.Min(b.value+float64(el)*m.rate/float64(m.period), m.capacity), ts
 	}
 	if !b.present {
-		ph := m.phase[key]
-		return m.capacity, ph + floorDiv(now-ph, m.period)*m.period
+		ph, at := m.phase[key], m.freshAt(key, now)
+		return m.capacity, ph + floorDiv(at-ph, m.period)*m.period
 	}
 	k := int64(0)
 	if now > b.ts {
@@ -247,11 +258,14 @@ func (m *keyedModel) project(key string, now int64) (float64, int64) {
 	return math.Min(b.value+m.rate*float64(k), m.capacity), b.ts + k*m.period
 }
 
-// store writes a granted or credited state; a full bucket is the same as
-// an absent one (SEMANTICS.md), so a write that leaves it full removes it.
-func (m *keyedModel) store(key string, v float64, ts int64) {
+// store writes a granted or credited state at now; a full bucket is the
+// same as an absent one (SEMANTICS.md), so a write that leaves it full
+// removes it.
+func (m *keyedModel) store(key string, v float64, ts, now int64) {
 	if v >= m.capacity {
 		*m.b[key] = modelBucket{}
+		d := &m.dropped[bucket.Hash("x", key)%uint64(m.parts)]
+		*d = max(*d, now, ts)
 		return
 	}
 	*m.b[key] = modelBucket{present: true, value: v, ts: ts}
@@ -407,7 +421,7 @@ func FuzzModel(f *testing.F) {
 		}
 		defer l.Close()
 		m := &keyedModel{kind: cfg.Kind, rate: cfg.Rate, period: int64(cfg.Period), capacity: cfg.Capacity, maxRes: cfg.MaxReserved,
-			phase: map[string]int64{}, b: map[string]*modelBucket{}}
+			phase: map[string]int64{}, b: map[string]*modelBucket{}, parts: 2, dropped: []int64{math.MinInt64, math.MinInt64}}
 		if m.capacity == 0 {
 			m.capacity = m.rate
 		}
@@ -550,7 +564,7 @@ func FuzzModel(f *testing.F) {
 				}
 				left, _ := m.project(key, now)
 				if wok {
-					m.store(key, wv, wts)
+					m.store(key, wv, wts, now)
 					left = wv
 				}
 				if st.Remaining != left {
@@ -573,7 +587,7 @@ func FuzzModel(f *testing.F) {
 					t.Fatalf("%s: %v", ctxt, err)
 				} else if c != 0 {
 					v, ts := m.project(key, now)
-					m.store(key, math.Min(v+c, m.capacity), ts)
+					m.store(key, math.Min(v+c, m.capacity), ts, now)
 				}
 				checkAll(ctxt)
 			case 4: // Reset
@@ -647,7 +661,7 @@ func FuzzModel(f *testing.F) {
 				}
 				if all {
 					for _, u := range us {
-						m.store(u.key, u.v, u.ts)
+						m.store(u.key, u.v, u.ts, now)
 					}
 				}
 				checkAll(ctxt)
@@ -698,7 +712,7 @@ func FuzzModel(f *testing.F) {
 						t.Fatalf("%s: decision %d: %+v, want OK %v", ctxt, i, ds[i], ok)
 					}
 					if ok {
-						m.store(r.Key, v, ts)
+						m.store(r.Key, v, ts, now)
 					}
 				}
 				checkAll(ctxt)
