@@ -82,7 +82,7 @@ func (s *Server) decideRLS(ctx context.Context, req *rlsv3.RateLimitRequest, a a
 		r, _, _ := classify(err)
 		s.requests.add(a, r)
 		if r == resultUnavailable {
-			s.health.update()
+			s.health.refresh()
 		}
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (s *Server) decideRLS(ctx context.Context, req *rlsv3.RateLimitRequest, a a
 	}
 	s.requests.add(a, r)
 	if w.res.FailedOpen {
-		s.health.update()
+		s.health.refresh()
 	}
 	return rls.Response(&w.res, s.opts.Headers), nil
 }

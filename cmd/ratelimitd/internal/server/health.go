@@ -27,6 +27,7 @@ type healthState struct {
 	grpc     *health.Server
 	draining atomic.Bool
 	probeBad atomic.Bool // the last probe failed
+	probing  atomic.Bool // a refresh is under way
 	mu       sync.Mutex
 	last     int // 0 unknown, 1 serving, 2 not serving
 }
@@ -65,6 +66,19 @@ func (h *healthState) probeOK() bool {
 // update publishes the current state.
 func (h *healthState) update() { h.ok() }
 
+// refresh is update in the background, one at a time: a request that
+// failed asks for it without waiting for a probe of a storage that may
+// not answer for probeTimeout.
+func (h *healthState) refresh() {
+	if !h.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer h.probing.Store(false)
+		h.ok()
+	}()
+}
+
 func (h *healthState) publish(ok bool) {
 	now := 2
 	st := healthpb.HealthCheckResponse_NOT_SERVING
@@ -73,6 +87,9 @@ func (h *healthState) publish(ok bool) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.draining.Load() { // an answer worked out before drain began is stale
+		now, st = 2, healthpb.HealthCheckResponse_NOT_SERVING
+	}
 	if h.last == now {
 		return
 	}

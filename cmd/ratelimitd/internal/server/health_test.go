@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -27,5 +28,35 @@ func TestHealth(t *testing.T) {
 		if s.health.ok() || status(name) != healthpb.HealthCheckResponse_NOT_SERVING {
 			t.Errorf("%q: serving while draining", name)
 		}
+	}
+}
+
+// A probe under way when drain begins cannot publish SERVING after it; a
+// refresh does not wait for the probe, and runs one probe at a time.
+func TestHealthProbeAcrossDrain(t *testing.T) {
+	s, _ := newTestServer(t, testRules)
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	probes := 0
+	h := s.health
+	h.probe = func(context.Context) error {
+		probes++
+		entered <- struct{}{}
+		<-release
+		return nil
+	}
+	h.refresh() // returns at once; its probe waits for release
+	<-entered
+	h.refresh() // one at a time: no second probe
+	h.drain()
+	close(release)
+	for h.probing.Load() { // the refresh's goroutine publishes, then clears probing
+		runtime.Gosched()
+	}
+	r, err := h.grpc.Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != healthpb.HealthCheckResponse_NOT_SERVING || probes != 1 {
+		t.Errorf("after a probe that began before drain: %v, %d probes; want NOT_SERVING, 1", r.Status, probes)
 	}
 }

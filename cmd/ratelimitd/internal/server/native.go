@@ -107,7 +107,7 @@ func (s *Server) handleNative(w http.ResponseWriter, r *http.Request, a api) {
 		result, _, code := classify(err)
 		s.requests.add(a, result)
 		if result == resultUnavailable {
-			s.health.update()
+			s.health.refresh()
 		}
 		writeError(w, code, err)
 		return
@@ -118,7 +118,7 @@ func (s *Server) handleNative(w http.ResponseWriter, r *http.Request, a api) {
 		out.Statuses[i] = nativeStatusOf(&res.Statuses[i])
 	}
 	if res.FailedOpen {
-		s.health.update()
+		s.health.refresh()
 	}
 	code := http.StatusOK
 	if out.OK {
