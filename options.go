@@ -66,7 +66,8 @@ type Options struct {
 	// spread. It stops a flood of one-off keys (rotating addresses,
 	// random API keys) from growing memory, the log and snapshots without
 	// bound. 0 means DefaultMaxBuckets, < 0 no bound. A bucket takes
-	// about 100 bytes plus its key and name in memory.
+	// about 100 bytes plus its key and name in memory. On Redis
+	// (redislimit) it must not be above 0: the buckets live on the server.
 	MaxBuckets int
 	// Logger receives errors and recovery events; nil discards them.
 	Logger *slog.Logger

@@ -118,6 +118,9 @@ func TestOpenUnreachable(t *testing.T) {
 	if _, err := Open(client, ratelimit.Options{Path: "x"}); !errors.Is(err, ratelimit.ErrInvalidOptions) {
 		t.Fatal(err)
 	}
+	if _, err := Open(client, ratelimit.Options{MaxBuckets: 10}); !errors.Is(err, ratelimit.ErrInvalidOptions) {
+		t.Fatal(err)
+	}
 	if _, err := Open(nil, ratelimit.Options{}); !errors.Is(err, ratelimit.ErrInvalidOptions) {
 		t.Fatal(err)
 	}

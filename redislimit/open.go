@@ -15,8 +15,10 @@ import (
 // *redis.Ring; AUTH, TLS and timeouts are the client's). Limiters opened
 // on the same servers with the same KeyPrefix share their limits' state.
 //
-// opts are as for ratelimit.Open, except that Path must be empty
-// (ErrInvalidOptions) and Partitions is ignored; opts.Now, when set,
+// opts are as for ratelimit.Open, except that Path must be empty and
+// MaxBuckets not above 0 (ErrInvalidOptions: the buckets live on the
+// server, whose maxmemory bounds them), and Partitions is ignored;
+// opts.Now, when set,
 // replaces the servers' clock (see the package doc, "Time"). Open checks
 // every master's persistence and eviction settings (ErrServerConfig,
 // unless an Option accepts them), loads the function, and rejects limits
@@ -30,6 +32,10 @@ func Open(client redis.UniversalClient, opts ratelimit.Options, ropts ...Option)
 	}
 	if opts.Path != "" {
 		return nil, fmt.Errorf("%w: Path %q is for the embedded file; a limiter on Redis keeps no file", ratelimit.ErrInvalidOptions, opts.Path)
+	}
+	if opts.MaxBuckets > 0 {
+		return nil, fmt.Errorf("%w: MaxBuckets %d bounds the buckets of one process; on Redis they live on the server (bound them with its maxmemory)",
+			ratelimit.ErrInvalidOptions, opts.MaxBuckets)
 	}
 	cfg := defaultConfig()
 	for _, o := range ropts {
