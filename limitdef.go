@@ -20,7 +20,8 @@ type limitDef struct {
 	// hashedPhase: a fixed window without Start, whose phase comes from a
 	// hash of (name, key).
 	hashedPhase bool
-	inline      bool // from a Request.Config, not Options.Limits
+	inline      bool   // from a Request.Config, not Options.Limits
+	gen         uint64 // the SetLimits that made it (0: Open); inline ones are never replaced
 }
 
 // newLimitDefs validates every named limit.

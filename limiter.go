@@ -37,6 +37,7 @@ type Limiter struct {
 	bgDone      sync.WaitGroup
 	snapMu      sync.Mutex    // one snapshot at a time
 	limitsMu    sync.Mutex    // one SetLimits at a time
+	limitsGen   uint64        // SetLimits calls made; guarded by limitsMu
 	unavailable atomic.Uint64 // requests answered with ErrUnavailable
 	lastSnap    atomic.Int64  // Unix nanoseconds of the last snapshot (or Open)
 	snapBytes   atomic.Int64  // log bytes written when the last snapshot began (minus the tail recovered at Open)

@@ -26,7 +26,7 @@ func (l *Limiter) hashKey(d *limitDef, key string) keyHashes {
 func (l *Limiter) setItem(it *actor.Item, d *limitDef, key string, h keyHashes, shard uint32) {
 	it.ID = actor.BucketID{Name: d.name, Key: key, Shard: shard}
 	it.Hash = bucket.ShardHash(h.table, shard)
-	it.Lim = &d.perShard
+	it.Lim, it.Gen = &d.perShard, d.gen
 	it.Phase = h.phase
 	it.Part = l.store.Route(h.route, shard)
 }

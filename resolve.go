@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -59,7 +60,7 @@ func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.inline = true
+	d.inline, d.gen = true, math.MaxUint64
 	if v, loaded := l.inline.LoadOrStore(k, d); loaded {
 		d = v.(*limitDef)
 	}

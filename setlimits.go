@@ -15,7 +15,8 @@ import (
 // is removed, or of a shard beyond a limit's new Shards, is kept as it is
 // but no longer used; if the limit comes back it is read again. Requests
 // already under way when SetLimits returns may still be decided under the
-// config they started with. Limits carried inline by requests are not
+// config they started with; the buckets they store are kept under the new
+// one. Limits carried inline by requests are not
 // affected. Safe for concurrent use; SetLimits calls are serialised.
 func (l *Limiter) SetLimits(limits map[string]Config) error {
 	if l.closed.Load() || l.store == nil {
@@ -27,6 +28,11 @@ func (l *Limiter) SetLimits(limits map[string]Config) error {
 	}
 	l.limitsMu.Lock()
 	defer l.limitsMu.Unlock()
+	l.limitsGen++
+	gen := l.limitsGen
+	for _, d := range defs {
+		d.gen = gen
+	}
 	old := *l.limits.Load()
 	l.limits.Store(&defs)
 	if l.group == nil {
@@ -45,7 +51,7 @@ func (l *Limiter) SetLimits(limits map[string]Config) error {
 		return current // an inline limit's bucket
 	}
 	for i := range l.group.Partitions() {
-		if !l.group.Run(i, func(p *actor.Partition) { p.Relimit(relimit) }) {
+		if !l.group.Run(i, func(p *actor.Partition) { p.Relimit(gen, relimit) }) {
 			return ErrClosed
 		}
 	}

@@ -37,9 +37,13 @@ const (
 // Item is one bucket a call touches. Fields are ordered to pack (112
 // bytes; a LimitMany call of 64 requests carries 64 items and members).
 type Item struct {
-	ID    BucketID
-	Hash  uint64 // bucket.ShardHash(bucket.TableHash(bucket.NameHash(Name), Key), Shard)
-	Lim   *bucket.Limit
+	ID   BucketID
+	Hash uint64 // bucket.ShardHash(bucket.TableHash(bucket.NameHash(Name), Key), Shard)
+	Lim  *bucket.Limit
+	// Gen is the generation of the limits Lim belongs to (see
+	// Partition.Relimit): a store of an older one keeps the bucket under
+	// the limit that replaced it.
+	Gen   uint64
 	Phase int64 // fixed-window phase
 
 	State bucket.State // loaded or prepared state, updated by grants

@@ -252,10 +252,14 @@ func (p *Partition) store(it *Item) {
 		p.dropped = max(p.dropped, p.now, it.State.TS) // see loadItem
 		rec.Delete = true
 	} else {
+		lim := it.Lim
+		if it.Gen < p.limGen { // decided under limits replaced since
+			lim = p.relimit(it.ID, lim)
+		}
 		if e := it.ref; e != nil && it.refMoves == p.buckets.moves && e.id == it.ID {
-			e.s, e.lim = it.State, it.Lim // where loadItem found it: no second lookup
+			e.s, e.lim = it.State, lim // where loadItem found it: no second lookup
 		} else {
-			p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: it.Lim})
+			p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: lim})
 		}
 		rec.Value, rec.TS = it.State.Value, it.State.TS
 	}

@@ -4,10 +4,13 @@ import "github.com/seed7fbd42b6/ratelimit/internal/bucket"
 
 // Relimit sets the limit of every bucket the partition holds to
 // limit(id, current), for a function passed to Group.Run when the limits
-// change at run time: sweeps then judge a bucket full by its new limit. A
-// nil limit keeps the bucket but never drops it as full (as for a bucket
-// recovered under an unknown limit).
-func (p *Partition) Relimit(limit func(id BucketID, current *bucket.Limit) *bucket.Limit) {
+// change at run time to generation gen (above every earlier one): sweeps
+// then judge a bucket full by its new limit. A nil limit keeps the bucket
+// but never drops it as full (as for a bucket recovered under an unknown
+// limit). Calls made under an older generation that store afterwards
+// store their buckets under limit(id, theirs) too (see Item.Gen).
+func (p *Partition) Relimit(gen uint64, limit func(id BucketID, current *bucket.Limit) *bucket.Limit) {
+	p.limGen, p.relimit = gen, limit
 	t := &p.buckets
 	t.each(0, func(s *subtable, _ int) {
 		for i, tag := range s.tags {
