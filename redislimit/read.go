@@ -93,9 +93,6 @@ func (j *job) decideAtomic(pt *part) bool {
 		mem := &c.Members[d.m]
 		j.decideMember(mem, d.a, d.b, pt.now)
 		all = all && mem.OK
-		if !mem.OK {
-			actor.AfterDenial(mem, &c.Items[j.canon[d.a]], pt.now)
-		}
 	}
 	if !all {
 		for _, d := range ds {

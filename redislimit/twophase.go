@@ -238,7 +238,6 @@ func (j *job) replayStep(pt *part, now int64, readOnly bool) uint8 {
 			j.decideMember(mem, d.a, d.b, now)
 			if !mem.OK {
 				st = 0
-				actor.AfterDenial(mem, &c.Items[j.canon[d.a]], now)
 			}
 		case roleHold:
 			it := &c.Items[j.canon[d.a]]

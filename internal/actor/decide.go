@@ -105,20 +105,6 @@ func (u *undescribed) finish(m *Member) {
 	describe(m, u.lim, u.prior, u.next, u.now, retry)
 }
 
-// AfterDenial sets a's state, after m, a denied take of a alone, as if m
-// had been granted (into any debt): the members after it in an
-// all-or-nothing call are judged after it, as a grant of the whole call
-// needs, so that their waits, and so the call's, are not early. The state
-// is not one to store. It does nothing for a grant, a check or a credit,
-// or two shards.
-func AfterDenial(m *Member, a *Item, now int64) {
-	if m.OK || m.Op != OpTake || m.Second >= 0 {
-		return
-	}
-	a.State = a.Lim.Project(a.State, now)
-	a.State.Value -= m.Count
-}
-
 // decideAll decides every member in order, each seeing the ones before it,
 // and reports whether all were granted. When not, nothing is to be written.
 func decideAll(c *Call, now int64) bool {
@@ -127,12 +113,8 @@ func decideAll(c *Call, now int64) bool {
 	}
 	all := true
 	for i := range c.Members {
-		m := &c.Members[i]
-		decideMember(c, m, now)
-		all = all && m.OK
-		if !m.OK {
-			AfterDenial(m, &c.Items[c.Items[m.First].canon], now)
-		}
+		decideMember(c, &c.Members[i], now)
+		all = all && c.Members[i].OK
 	}
 	if !all {
 		for i := range c.Items {
