@@ -44,7 +44,9 @@ type Options struct {
 	// cannot decide (closed, persistence failure, ...) instead of answering
 	// 503. DANGEROUS: any fault in the limiter then silently disables rate
 	// limiting. The error is still logged (Warn). A cost the limit can
-	// never grant is refused even so.
+	// never grant is refused even so, and so is a new key beyond
+	// Options.MaxBuckets (ratelimit.ErrTooManyKeys): a flood of keys must
+	// not turn limiting off.
 	FailOpen bool
 	// OnError, if set, writes the response for a request the middleware
 	// refuses for a reason other than a denial: a key error (wrapping
@@ -189,7 +191,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	st, err := m.decide(ctx, key, cost)
 	if err != nil {
-		if m.opts.FailOpen && !errors.Is(err, ratelimit.ErrInvalidCount) && ctx.Err() == nil {
+		if m.opts.FailOpen && !errors.Is(err, ratelimit.ErrInvalidCount) && !errors.Is(err, ratelimit.ErrTooManyKeys) && ctx.Err() == nil {
 			m.logger.WarnContext(ctx, "httplimit: limiter failed, request let through (FailOpen)", "err", err, "key", key)
 			next.ServeHTTP(w, r)
 			return
@@ -249,7 +251,7 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ratelimit.ErrInvalidCount):
 		code, msg = http.StatusRequestEntityTooLarge, "request exceeds the rate limit's capacity"
 	}
-	if code >= 500 && r.Context().Err() == nil {
+	if code >= 500 && r.Context().Err() == nil && !errors.Is(err, ratelimit.ErrTooManyKeys) { // those are counted (Stats.TooManyKeys); logging each would let a flood of keys flood the log
 		m.logger.ErrorContext(r.Context(), "httplimit: request refused", "err", err, "status", code)
 	} else {
 		m.logger.DebugContext(r.Context(), "httplimit: request refused", "err", err, "status", code)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
 func TestGrantedHeaders(t *testing.T) {
@@ -161,6 +162,35 @@ func TestClosedLimiter(t *testing.T) {
 	e.l.Close()
 	if got := e.get(t); got.code != 200 || got.body != "ok" || got.limit != "" || e.served != 1 {
 		t.Fatalf("closed limiter, FailOpen: %+v, served %d", got, e.served)
+	}
+}
+
+// FailOpen does not let through a new key the limiter refuses at its
+// MaxBuckets: a flood of keys must not turn limiting off.
+func TestFailOpenRefusesKeysBeyondMaxBuckets(t *testing.T) {
+	l, err := ratelimit.Open(ratelimit.Options{Limits: map[string]ratelimit.Config{"api": tb(1, time.Hour, 0)},
+		Partitions: 1, MaxBuckets: 1, Now: ratelimittest.NewClock(t0).Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	mw, err := Middleware(l, Options{Limits: []string{"api"}, Key: Header("X-Key"), FailOpen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+	for i, want := range []int{200, 429, 503, 503} { // a's grant and denial, then new keys
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-Key", []string{"a", "a", "b", "c"}[i])
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Fatalf("request %d: %d, want %d", i, w.Code, want)
+		}
+	}
+	if served != 1 {
+		t.Fatalf("%d requests served, want 1", served)
 	}
 }
 

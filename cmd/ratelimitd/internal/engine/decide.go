@@ -61,7 +61,7 @@ func (e *Engine) outcome(ctx context.Context, err error, res *Result) error {
 	if errors.Is(err, ratelimit.ErrUnavailable) || errors.Is(err, ratelimit.ErrClosed) {
 		e.markFailed(err)
 	}
-	if e.opts.FailOpen {
+	if e.opts.FailOpen && !errors.Is(err, ratelimit.ErrTooManyKeys) { // a flood of keys must not turn limiting off
 		c.failedOpen.Add(1)
 		res.reset(len(res.Statuses))
 		for i := range res.Statuses {
@@ -70,7 +70,7 @@ func (e *Engine) outcome(ctx context.Context, err error, res *Result) error {
 		res.FailedOpen = true
 		return nil
 	}
-	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
 // markFailed records that the limiter could not decide: for good (the

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/config"
 )
 
@@ -367,6 +368,31 @@ func TestDecideFailsClosed(t *testing.T) {
 		if f.e.Healthy() {
 			t.Errorf("fail open %v: Healthy after the limiter failed", open)
 		}
+	}
+}
+
+// A new key beyond the limiter's MaxBuckets fails even with FailOpen, and
+// leaves the engine healthy: a flood of keys must not turn limiting off.
+func TestDecideTooManyKeysNeverFailsOpen(t *testing.T) {
+	cfg := parseConfig(t, rules)
+	lim, err := ratelimit.Open(ratelimit.Options{Limits: cfg.LimiterConfigs(), Partitions: 1, MaxBuckets: 1, Now: newClock(t0).now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
+	e := New(lim, cfg, Options{FailOpen: true})
+	var res Result
+	for i, key := range []string{"a=x", "a=y"} {
+		err := e.Decide(context.Background(), &Request{Domain: "d", Descriptors: []Descriptor{desc(1, key)}}, &res)
+		switch {
+		case i == 0 && (err != nil || res.Code != OK):
+			t.Fatalf("the first key: %+v, %v", res, err)
+		case i == 1 && (!errors.Is(err, ErrUnavailable) || !errors.Is(err, ratelimit.ErrTooManyKeys) || res.FailedOpen):
+			t.Fatalf("a key beyond MaxBuckets with FailOpen: %+v, %v; want ErrUnavailable wrapping ErrTooManyKeys", res, err)
+		}
+	}
+	if !e.Healthy() {
+		t.Error("unhealthy after refusing a key")
 	}
 }
 

@@ -21,7 +21,9 @@ type Options struct {
 	UnknownDomainError bool
 	// FailOpen answers OK, with no limit, when the limiter cannot decide,
 	// instead of an ErrUnavailable. Dangerous: a broken limiter then
-	// limits nothing.
+	// limits nothing. A new key beyond the limiter's MaxBuckets
+	// (ratelimit.ErrTooManyKeys) fails even so: a flood of keys must not
+	// turn limiting off.
 	FailOpen bool
 	// TransientFailures says the limiter's storage may fail and recover
 	// (Redis): a request it cannot decide fails as always, but the engine
