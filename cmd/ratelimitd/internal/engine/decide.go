@@ -93,7 +93,8 @@ type part struct {
 	st     int // its Status in Result.Statuses
 	req    ratelimit.Request
 	zero   bool    // hits 0: checked for one token, judged by the bucket's value when that fails
-	own    float64 // its hits; in a check, req.Count adds what the parts before it take from its bucket
+	own    float64 // its hits; in a check, req.Count adds prior
+	prior  float64 // what the parts before it take from its bucket
 	shadow bool
 	quota  bool
 	// follows is, for a zero part on a bucket an earlier part of the
@@ -246,6 +247,7 @@ func (e *Engine) plan(req *Request, res *Result, s *scratch) {
 		prior := 0.0 // what the parts before take from this bucket
 		if !p.zero {
 			prior = s.taken(p.req)
+			p.prior = prior
 			if req.CheckOnly { // checked as it would be decided: after them
 				p.req.Count += prior
 			}

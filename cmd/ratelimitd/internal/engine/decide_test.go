@@ -274,6 +274,8 @@ func TestDecideCheckAnswersAsATake(t *testing.T) {
 		{"a take then hits 0", []Descriptor{desc(8, "tb=x")}, []Descriptor{desc(2, "tb=x"), desc(0, "tb=x")}},
 		{"a take emptying it then hits 0", []Descriptor{desc(8, "tb=x")}, []Descriptor{desc(3, "tb=x"), desc(0, "tb=x")}},
 		{"two buckets", []Descriptor{desc(2, "a=x")}, []Descriptor{desc(1, "b=x"), desc(2, "a=x")}},
+		{"a part that never fits, then one bucket twice", []Descriptor{desc(7, "tb=x")},
+			[]Descriptor{desc(4, "a=x"), desc(2, "tb=x"), desc(2, "tb=x")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var want []Code

@@ -32,8 +32,8 @@ func (e *Engine) run(ctx context.Context, res *Result, s *scratch) error {
 				continue
 			}
 			r := p.req
-			if hard { // only the statuses are wanted
-				r.CheckOnly = true
+			if hard && !r.CheckOnly { // only the statuses are wanted: checked as a take would be decided
+				r.CheckOnly, r.Count = true, p.prior+p.own
 			}
 			s.rs = append(s.rs, r)
 			s.sent = append(s.sent, k)
