@@ -38,12 +38,15 @@ func (l *Limiter) SetLimits(limits map[string]Config) error {
 	if l.group == nil {
 		return nil // a shared store keeps no limits with its buckets
 	}
+	named := func(id actor.BucketID) *bucket.Limit {
+		if d, ok := defs[id.Name]; ok && int(id.Shard) < d.shards {
+			return &d.perShard
+		}
+		return nil // removed, or a shard beyond its Shards
+	}
 	relimit := func(id actor.BucketID, current *bucket.Limit) *bucket.Limit {
-		if d, ok := defs[id.Name]; ok {
-			if int(id.Shard) < d.shards {
-				return &d.perShard
-			}
-			return nil
+		if _, ok := defs[id.Name]; ok {
+			return named(id)
 		}
 		if _, ok := old[id.Name]; ok {
 			return nil // removed
@@ -51,7 +54,7 @@ func (l *Limiter) SetLimits(limits map[string]Config) error {
 		return current // an inline limit's bucket
 	}
 	for i := range l.group.Partitions() {
-		if !l.group.Run(i, func(p *actor.Partition) { p.Relimit(gen, relimit) }) {
+		if !l.group.Run(i, func(p *actor.Partition) { p.Relimit(gen, relimit, named) }) {
 			return ErrClosed
 		}
 	}

@@ -254,7 +254,7 @@ func (p *Partition) store(it *Item) {
 	} else {
 		lim := it.Lim
 		if it.Gen < p.limGen { // decided under limits replaced since
-			lim = p.relimit(it.ID, lim)
+			lim = p.relimit(it.ID)
 		}
 		if e := it.ref; e != nil && it.refMoves == p.buckets.moves && e.id == it.ID {
 			e.s, e.lim = it.State, lim // where loadItem found it: no second lookup

@@ -54,24 +54,24 @@ type Partition struct {
 	heldNew    int // new buckets two-phase calls hold here: counted against maxBuckets until their commit or abort
 	clock      func() int64
 	buckets    table
-	held       map[BucketID]*Call                          // buckets prepared by a call, until its commit or abort
-	parked     map[BucketID][]msg                          // messages waiting for a held bucket
-	freed      []BucketID                                  // buckets released this batch, whose parked messages may run
-	rerun      bool                                        // wakeParked is running a parked message
-	failed     error                                       // the log's error, read once per batch
-	now        int64                                       // the batch's clock reading
-	last       int64                                       // the latest reading any batch (or sweep) here used
-	dropped    int64                                       // the latest reading at which, or stamp with which, a full bucket was dropped here (see loadItem)
-	limGen     uint64                                      // the generation of the latest Relimit
-	relimit    func(BucketID, *bucket.Limit) *bucket.Limit // its function
-	recs       []wal.Record                                // this batch's records
-	recSlot    [256]int32                                  // by table hash: a record of this batch to replace (see record)
-	pending    []msg                                       // this batch's messages that wrote records
-	counts     Counts                                      // decisions made here
-	ahead      prefetcher                                  // how far this batch's lookups were touched
-	lastItems  int                                         // items of the largest message in the last batch
-	solo       [1]msg                                      // the batch of a caller that runs its own message
-	lone       *Call                                       // a call run by its caller, who calls CommitNow next (sendDecide)
+	held       map[BucketID]*Call           // buckets prepared by a call, until its commit or abort
+	parked     map[BucketID][]msg           // messages waiting for a held bucket
+	freed      []BucketID                   // buckets released this batch, whose parked messages may run
+	rerun      bool                         // wakeParked is running a parked message
+	failed     error                        // the log's error, read once per batch
+	now        int64                        // the batch's clock reading
+	last       int64                        // the latest reading any batch (or sweep) here used
+	dropped    int64                        // the latest reading at which, or stamp with which, a full bucket was dropped here (see loadItem)
+	limGen     uint64                       // the generation of the latest Relimit
+	relimit    func(BucketID) *bucket.Limit // its limit for a bucket of a named limit (nil: removed)
+	recs       []wal.Record                 // this batch's records
+	recSlot    [256]int32                   // by table hash: a record of this batch to replace (see record)
+	pending    []msg                        // this batch's messages that wrote records
+	counts     Counts                       // decisions made here
+	ahead      prefetcher                   // how far this batch's lookups were touched
+	lastItems  int                          // items of the largest message in the last batch
+	solo       [1]msg                       // the batch of a caller that runs its own message
+	lone       *Call                        // a call run by its caller, who calls CommitNow next (sendDecide)
 	// denials is the published denial, which callers may repeat without
 	// mu (see denial.go); allocated on its own, so that it starts a cache
 	// line and shares none with the fields written under mu.

@@ -23,7 +23,7 @@ func TestRelimitReachesCallsOfAnOlderGeneration(t *testing.T) {
 	unblock := blockPartition(t, g, 0)
 	relimited := async(func() {
 		g.Run(0, func(p *Partition) {
-			p.Relimit(1, func(BucketID, *bucket.Limit) *bucket.Limit { return cur })
+			p.Relimit(1, func(BucketID, *bucket.Limit) *bucket.Limit { return cur }, func(BucketID) *bucket.Limit { return cur })
 		})
 	})
 	waitUntil(t, "the Relimit to queue", func() bool { return inbox(g.parts[0]) == 1 })
