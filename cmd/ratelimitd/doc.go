@@ -108,9 +108,10 @@
 // (checked every -watch-interval) reload the configuration. Buckets keep
 // their state: a bucket holds tokens, and is read under its rule's new
 // limit, capped at the new capacity (raising a fixed window's limit adds
-// tokens from its next window on). A configuration that fails to load is
-// refused, logged and counted (ratelimitd_config_reloads_total{result=
-// "failure"}), and the previous one keeps serving.
+// tokens from its next window on). A reload also reads the TLS files
+// again. A configuration (or TLS files) that fails to load is refused,
+// logged and counted (ratelimitd_config_reloads_total{result="failure"}),
+// and the previous one keeps serving.
 //
 // SIGTERM or SIGINT: health reports NOT_SERVING (gRPC and /healthcheck),
 // requests are still served for -drain-delay (a second signal ends it),

@@ -9,10 +9,11 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/engine"
 )
 
-// reloader loads the configuration again on demand (SIGHUP, the admin
-// API) and when its files change. A configuration that fails to load,
-// or that the limiter refuses, is logged and counted, and the one
-// serving goes on.
+// reloader loads the configuration (and the TLS files) again on demand
+// (SIGHUP, the admin API) and when its files change. A configuration
+// that fails to load, or that the limiter refuses, or TLS files that fail
+// to load, are logged and counted as a failed reload, and the
+// configuration and certificates serving go on.
 type reloader struct {
 	path string
 	opts config.Options
@@ -56,10 +57,11 @@ func (r *reloader) reload(reason string) error {
 
 func (r *reloader) reloadLocked(reason string, fp fingerprint) error {
 	r.last, r.lastTime = fp, time.Now()
-	if r.tls != nil {
-		r.tls.reload(r.log)
-	}
+	var certs *loadedCerts // the TLS files, read again: they change only with the configuration
 	cfg, err := config.Load(r.path, &r.opts)
+	if err == nil && r.tls != nil {
+		certs, err = r.tls.files.load()
+	}
 	if err == nil {
 		err = r.eng.SetConfig(cfg)
 	}
@@ -69,6 +71,9 @@ func (r *reloader) reloadLocked(reason string, fp fingerprint) error {
 		r.log.Error("configuration refused; the previous one keeps serving", slog.String("reason", reason),
 			slog.String("config", r.path), slog.Any("err", err))
 		return err
+	}
+	if certs != nil {
+		r.tls.cur.Store(certs)
 	}
 	r.good++
 	r.lastOK = true

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync/atomic"
 )
@@ -58,16 +57,6 @@ func (f TLSFiles) load() (*loadedCerts, error) {
 		}
 	}
 	return l, nil
-}
-
-// reload re-reads the files, keeping the current ones if that fails.
-func (c *certificates) reload(log *slog.Logger) {
-	l, err := c.files.load()
-	if err != nil {
-		log.Error("TLS files refused; the previous ones stay in use", slog.Any("err", err))
-		return
-	}
-	c.cur.Store(l)
 }
 
 // config returns a TLS configuration, offering protos by ALPN, that

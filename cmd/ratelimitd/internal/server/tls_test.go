@@ -1,14 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"log/slog"
 	"math/big"
 	"path/filepath"
 	"testing"
@@ -32,8 +30,8 @@ func selfSigned(t *testing.T, dir, cn string) TLSFiles {
 	return f
 }
 
-// A reload picks up rotated files, and keeps the current ones when the
-// new ones are bad.
+// A reload picks up rotated files; bad ones fail the reload (counted and
+// reported like a bad configuration), and the current ones stay.
 func TestCertificatesReload(t *testing.T) {
 	dir := t.TempDir()
 	f := selfSigned(t, dir, "one")
@@ -49,16 +47,16 @@ func TestCertificatesReload(t *testing.T) {
 	if leaf() != "one" {
 		t.Fatal(leaf())
 	}
+	s, _ := newTestServer(t, testRules)
+	r := s.reload
+	r.tls = c
 	selfSigned(t, dir, "two")
-	var log bytes.Buffer
-	c.reload(slog.New(slog.NewTextHandler(&log, nil)))
-	if leaf() != "two" {
-		t.Errorf("after rotation: %s", leaf())
+	if err := r.reload("test"); err != nil || leaf() != "two" || r.stats().good != 1 {
+		t.Errorf("after rotation: %v, %s, %+v", err, leaf(), r.stats())
 	}
 	writeFile(t, f.KeyFile, "garbage")
-	c.reload(slog.New(slog.NewTextHandler(&log, nil)))
-	if leaf() != "two" || !bytes.Contains(log.Bytes(), []byte("TLS files refused")) {
-		t.Errorf("after a bad key: %s\n%s", leaf(), log.String())
+	if err := r.reload("test"); err == nil || leaf() != "two" || r.stats().bad != 1 || r.stats().lastOK {
+		t.Errorf("after a bad key: %v, %s, %+v; want a failed reload, the previous certificate serving", err, leaf(), r.stats())
 	}
 	f = selfSigned(t, dir, "three")
 	bad := filepath.Join(dir, "ca.pem")
