@@ -5,6 +5,9 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/engine"
+	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/rls"
 )
 
 // rlsRequest is a ShouldRateLimit request as the codec hands it over:
@@ -17,10 +20,17 @@ type rlsRequest struct {
 
 // codec is gRPC's proto codec, except that it decodes ShouldRateLimit
 // requests itself, so that malformed ones (bad wire format, invalid
-// UTF-8) are answered InvalidArgument.
-type codec struct{ proto encoding.CodecV2 }
+// UTF-8) are answered InvalidArgument, and so that one with more
+// descriptors or entries than limits allow is refused before it is
+// decoded (rls.CheckWire).
+type codec struct {
+	proto  encoding.CodecV2
+	limits engine.Limits
+}
 
-func newCodec() codec { return codec{proto: encoding.GetCodecV2("proto")} }
+func newCodec(limits engine.Limits) codec {
+	return codec{proto: encoding.GetCodecV2("proto"), limits: limits}
+}
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marshal(v) }
 
@@ -32,7 +42,9 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
 	r.req = new(rlsv3.RateLimitRequest)
-	r.err = proto.Unmarshal(buf.ReadOnlyData(), r.req)
+	if r.err = rls.CheckWire(buf.ReadOnlyData(), c.limits.MaxDescriptors, c.limits.MaxEntries); r.err == nil {
+		r.err = proto.Unmarshal(buf.ReadOnlyData(), r.req)
+	}
 	return nil
 }
 

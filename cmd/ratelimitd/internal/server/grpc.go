@@ -114,7 +114,7 @@ const streamWorkers = 256
 // newGRPCServer builds the gRPC server: RLS v3, health and reflection.
 func (s *Server) newGRPCServer() *grpc.Server {
 	opts := []grpc.ServerOption{
-		grpc.ForceServerCodecV2(newCodec()),
+		grpc.ForceServerCodecV2(newCodec(s.limits)),
 		grpc.MaxRecvMsgSize(s.opts.MaxRequestBytes),
 		grpc.NumStreamWorkers(streamWorkers),
 	}

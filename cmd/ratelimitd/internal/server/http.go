@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 	"unicode/utf8"
+
+	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/engine"
 )
 
 // newHTTPHandler routes the request port: envoyproxy/ratelimit's /json
@@ -70,6 +72,38 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		return nil, false
 	}
 	return body, true
+}
+
+// boundedJSON reports whether body, JSON, holds few enough objects for a
+// request of the most descriptors and entries the limits allow (a
+// request, its descriptors, their entries and limit overrides), counting
+// '{' outside strings without decoding, and writes a 400 if not: a body
+// of many tiny descriptors is refused before decoding, which would take
+// many times its size in memory.
+func (s *Server) boundedJSON(w http.ResponseWriter, body []byte) bool {
+	n := 1 + s.limits.MaxDescriptors*(s.limits.MaxEntries+2)
+	inStr, esc := false, false
+	for _, c := range body {
+		switch {
+		case esc:
+			esc = false
+		case inStr:
+			if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{':
+			if n--; n < 0 {
+				writeError(w, http.StatusBadRequest, fmt.Errorf("%w: more JSON objects than %d descriptors of %d entries need",
+					engine.ErrInvalidRequest, s.limits.MaxDescriptors, s.limits.MaxEntries))
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // decodeJSON decodes body strictly (valid UTF-8, which encoding/json

@@ -87,7 +87,7 @@ func entries(es []nativeEntry) []config.Entry {
 func (s *Server) handleNative(w http.ResponseWriter, r *http.Request, a api) {
 	body, ok := s.readBody(w, r)
 	var in nativeRequest
-	if !ok || !decodeJSON(w, body, &in) {
+	if !ok || !s.boundedJSON(w, body) || !decodeJSON(w, body, &in) {
 		s.requests.add(a, resultInvalid)
 		return
 	}
