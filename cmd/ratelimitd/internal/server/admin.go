@@ -28,7 +28,21 @@ func (s *Server) newAdminHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
+	return noBrowsers(mux)
+}
+
+// noBrowsers refuses (403) requests that a web browser sent on a page's
+// behalf (they carry Origin, or Sec-Fetch-Site other than none): the admin
+// API is for operators' tools, and a page the operator happens to open
+// must not reach it (cross-site request forgery).
+func noBrowsers(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if site := r.Header.Get("Sec-Fetch-Site"); r.Header.Get("Origin") != "" || site != "" && site != "none" {
+			writeError(w, http.StatusForbidden, errors.New("the admin API does not serve requests from web pages"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // handleCredit gives count tokens back to a descriptor's bucket.
