@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -107,11 +108,16 @@ func (s *Server) boundedJSON(w http.ResponseWriter, body []byte) bool {
 }
 
 // decodeJSON decodes body strictly (valid UTF-8, which encoding/json
-// would otherwise mend silently; no unknown fields; nothing after the
-// value) into v, writing a 400 on failure.
+// would otherwise mend silently; no unknown fields, and field names as
+// written, see exactKeys; nothing after the value) into v, writing a 400
+// on failure.
 func decodeJSON(w http.ResponseWriter, body []byte, v any) bool {
 	if !utf8.Valid(body) {
 		writeError(w, http.StatusBadRequest, errors.New("invalid JSON: not valid UTF-8"))
+		return false
+	}
+	if err := exactKeys(body); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("invalid JSON: %w", err))
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -125,6 +131,54 @@ func decodeJSON(w http.ResponseWriter, body []byte, v any) bool {
 		return false
 	}
 	return true
+}
+
+// exactKeys checks that no object in body repeats a key and that every
+// key is in lower case, as every field of the native and admin APIs is:
+// encoding/json would match "Domain" to domain and let a later duplicate
+// win, so a proxy and ratelimitd could read one request two ways. Syntax
+// errors are left to the decoder.
+func exactKeys(body []byte) error {
+	type frame struct {
+		keys    map[string]bool // nil: an array
+		wantKey bool
+	}
+	var stack []frame
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end, or a syntax error the decoder reports
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, frame{keys: map[string]bool{}, wantKey: true})
+				continue
+			case '[':
+				stack = append(stack, frame{})
+				continue
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].wantKey {
+				f := &stack[n-1]
+				switch {
+				case f.keys[v]:
+					return fmt.Errorf("field %q given twice", v)
+				case strings.ToLower(v) != v:
+					return fmt.Errorf("unknown field %q (field names are in lower case)", v)
+				}
+				f.keys[v], f.wantKey = true, false
+				continue
+			}
+		}
+		if n := len(stack); n > 0 && stack[n-1].keys != nil { // a value: a key comes next
+			stack[n-1].wantKey = true
+		}
+	}
 }
 
 // writeJSON writes v as JSON with status code.

@@ -32,3 +32,23 @@ func TestBoundedJSON(t *testing.T) {
 		}
 	}
 }
+
+// Native and admin requests take field names exactly as written, once.
+func TestExactKeys(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"domain":"api","descriptors":[{"entries":[{"key":"K","value":"V"}],"hits":2}],"reserve":true}`, true},
+		{`{"domain":"api","Domain":"x","descriptors":[]}`, false},
+		{`{"domain":"api","domain":"x"}`, false},
+		{`{"descriptors":[{"entries":[{"Key":"a","value":"b"}]}]}`, false},
+		{`{"descriptors":[{"entries":[{"key":"a","key":"b"}]}]}`, false},
+		{`{"descriptors":[{"entries":[{"key":"a"}]},{"entries":[{"key":"a"}]}]}`, true}, // one key per object
+		{`{"domain":"api",`, true}, // a syntax error: the decoder's to report
+	} {
+		if err := exactKeys([]byte(c.body)); c.ok != (err == nil) {
+			t.Errorf("%s: %v, want ok %v", c.body, err, c.ok)
+		}
+	}
+}
