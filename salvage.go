@@ -33,8 +33,10 @@ type SalvageReport struct {
 // It also compacts: the new file holds the live buckets and nothing else
 // (a limiter's file never shrinks by itself).
 //
-// The report lists what was lost. Salvage returns an error, and writes
-// nothing, when src cannot be read as a limiter's file at all (ErrCorrupt:
+// The new file is written beside dst and renamed into place once
+// complete, so a salvage that fails leaves nothing at dst. The report
+// lists what was lost. Salvage returns an error, and writes nothing, when
+// src cannot be read as a limiter's file at all (ErrCorrupt:
 // no valid bbolt meta page, or another program's file; ErrVersion: a newer
 // format), when a limiter has src open (ErrLocked), or when dst exists or
 // cannot be written.

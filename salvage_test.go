@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
+	bolt "go.etcd.io/bbolt"
 )
 
 // Salvage of an intact file reports nothing lost and compacts: the new
@@ -54,6 +56,37 @@ func TestSalvageOfAnIntactFileCompacts(t *testing.T) {
 		if v, want := value(t, l, "api", key).Value, 1000-n-0.02; math.Abs(v-want) > 1e-9 {
 			t.Fatalf("%s = %v, want %v", key, v, want)
 		}
+	}
+}
+
+// A salvaged file whose snapshot is then lost is refused (ErrCorrupt), not
+// opened empty: its snapshot stands above a truncation mark. A salvage
+// leaves only the finished file in the directory.
+func TestSalvagedFileKnowsItsSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src.db"), filepath.Join(dir, "dst.db")
+	writeDamagedBase(t, src)
+	if _, err := Salvage(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 2 {
+		t.Errorf("files after a salvage: %v, want src.db and dst.db", names)
+	}
+	db, err := bolt.Open(dst, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("snapshot")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := Open(Options{Path: dst, LogPreallocate: -1, Limits: damagedLimits}); !errors.Is(err, ErrCorrupt) {
+		if err == nil {
+			l.Close()
+		}
+		t.Fatalf("Open of a salvaged file without its snapshot: %v, want ErrCorrupt", err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/boltcheck"
 	"github.com/seed7fbd42b6/ratelimit/internal/snapshot"
 	"github.com/seed7fbd42b6/ratelimit/internal/wal"
+	bolt "go.etcd.io/bbolt"
 )
 
 // Contents is what a file holds.
@@ -180,13 +181,34 @@ type bucketID struct {
 func pathString(path [][]byte) string { return string(bytes.Join(path, []byte("/"))) }
 
 // Write creates a limiter's file at path, which must not exist, holding
-// exactly recs (as one snapshot).
+// exactly recs (as one snapshot). It writes a file beside path and renames
+// it into place once complete, so that on an error there is no file at
+// path. The snapshot stands at log position 1, above a truncation mark of
+// 1 (one batch repeating a record it holds), so that recovery can tell a
+// lost snapshot from none (wal.Log.Continues).
 func Write(path string, recs []wal.Record) (err error) {
 	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("%s: %w", path, os.ErrExist)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	os.Remove(tmp) // a leftover of an earlier attempt
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if err := writeTo(tmp, recs); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s: %w", path, os.ErrExist)
+	}
+	return os.Rename(tmp, path)
+}
+
+func writeTo(path string, recs []wal.Record) (err error) {
 	log, err := wal.Open(path, wal.Options{NoFreelistSync: true, Preallocate: -1, LockTimeout: -1})
 	if err != nil {
 		return err
@@ -196,12 +218,25 @@ func Write(path string, recs []wal.Record) (err error) {
 			err = cerr
 		}
 	}()
-	return snapshot.Write(log.DB(), log.Position(), func(emit func(wal.Record) error) error {
+	if len(recs) > 0 {
+		done := make(waiter, 1)
+		log.Append(recs[:1], done)
+		if err := <-done; err != nil {
+			return err
+		}
+	}
+	pos := log.Position()
+	return snapshot.Write(log.DB(), pos, func(emit func(wal.Record) error) error {
 		for _, r := range recs {
 			if err := emit(r); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, nil)
+	}, func(tx *bolt.Tx) error { return log.TruncateTx(tx, pos) })
 }
+
+// waiter delivers a commit's outcome on a channel (buffer it by 1).
+type waiter chan error
+
+func (w waiter) Committed(err error) { w <- err }
