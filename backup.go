@@ -13,7 +13,9 @@ import (
 // Options.Path), it recovers that state. It needs Options.Path
 // (ErrInvalidOptions otherwise); a write error is returned wrapped in
 // ErrUnavailable. Backup holds a read transaction while it copies:
-// commits go on, but pages they free are not reused until it ends.
+// commits go on, but pages they free are not reused until it ends, and a
+// commit that must map the growing file anew waits for it; so give it a
+// writer that does not stall (a local file, not a network client).
 func (l *Limiter) Backup(w io.Writer) (int64, error) {
 	if l.closed.Load() || l.store == nil {
 		return 0, ErrClosed

@@ -3,9 +3,13 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"strconv"
 
 	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/engine"
@@ -87,11 +91,12 @@ func (s *Server) adminAnswer(w http.ResponseWriter, action string, b engine.Buck
 // without one.
 var errNoFile = errors.New("not available on this storage")
 
-// handleBackup streams a consistent copy of the limiter's file
-// (ratelimit.Limiter.Backup); it opens as a limiter's file holding every
-// grant acknowledged before the backup began. A failure after the first
-// bytes aborts the response, so a truncated copy is never mistaken for a
-// whole one.
+// handleBackup sends a consistent copy of the limiter's file
+// (ratelimit.Limiter.Backup), made beside it first (a hidden file, removed
+// once sent); it opens as a limiter's file holding every grant
+// acknowledged before the backup began. A failure after the first bytes
+// aborts the response, so a truncated copy is never mistaken for a whole
+// one.
 func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		w.Header().Set("Allow", "GET, POST")
@@ -106,31 +111,33 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, fmt.Errorf("%w: no file to back up: the limiter keeps its buckets %s", errNoFile, where))
 		return
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", `attachment; filename="ratelimit-backup.db"`)
-	cw := &countingWriter{w: w}
-	n, err := s.eng.Limiter().Backup(cw)
+	// The copy goes to a file beside the live one first, then to the
+	// client: Backup holds a read transaction of the live file while it
+	// copies, and a commit that must map the growing file anew waits for
+	// it, so a client that reads slowly, or stops, must not hold it.
+	f, err := os.CreateTemp(filepath.Dir(s.opts.Storage.Data), ".ratelimitd-backup-*")
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("backup: %w", err))
+		return
+	}
+	defer func() { f.Close(); os.Remove(f.Name()) }()
+	n, err := s.eng.Limiter().Backup(f)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
 	if err != nil {
 		s.log.Error("admin backup failed", slog.Int64("bytes", n), slog.Any("err", err))
-		if cw.n == 0 {
-			w.Header().Del("Content-Disposition")
-			writeError(w, http.StatusServiceUnavailable, err)
-			return
-		}
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="ratelimit-backup.db"`)
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	if _, err := io.Copy(w, f); err != nil {
+		s.log.Error("admin backup: sending it failed", slog.Int64("bytes", n), slog.Any("err", err))
 		panic(http.ErrAbortHandler)
 	}
 	s.log.Info("admin backup", slog.Int64("bytes", n))
-}
-
-type countingWriter struct {
-	w http.ResponseWriter
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // handleSalvage reads what can be read of a damaged limiter file (src)

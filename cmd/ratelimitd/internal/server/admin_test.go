@@ -3,7 +3,10 @@ package server
 import (
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 )
 
 // The admin port refuses what a browser sends on a page's behalf, and
@@ -33,4 +36,54 @@ func TestAdminRefusesWebPages(t *testing.T) {
 			t.Errorf("%s: %d, served %v; want %d", c.name, w.Code, served > before, c.want)
 		}
 	}
+}
+
+// A backup is copied beside the live file before it is sent, so a client
+// that stops reading holds no transaction of the live file: the limiter
+// can even close (which waits for every one) while the client stalls.
+func TestBackupToAStalledClient(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rules.yaml")
+	writeFile(t, path, testRules)
+	s, err := New(Options{ConfigPath: path, GRPCAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		Storage: Storage{Data: filepath.Join(dir, "data.db")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.closeListeners()
+	writing, release := make(chan struct{}), make(chan struct{})
+	w := &stalledWriter{ResponseRecorder: httptest.NewRecorder(), writing: writing, release: release}
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		s.handleBackup(w, httptest.NewRequest(http.MethodGet, "/v1/backup", nil))
+	}()
+	<-writing // the client has stopped reading
+	closed := make(chan error, 1)
+	go func() { closed <- s.eng.Limiter().Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Error("the limiter could not close while a backup client stalled")
+	}
+	close(release)
+	<-sent
+	if names, _ := filepath.Glob(filepath.Join(dir, ".ratelimitd-backup-*")); len(names) != 0 {
+		t.Errorf("left behind: %v", names)
+	}
+}
+
+// stalledWriter is a ResponseWriter whose first Write waits for release.
+type stalledWriter struct {
+	*httptest.ResponseRecorder
+	writing, release chan struct{}
+	once             sync.Once
+}
+
+func (w *stalledWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.writing); <-w.release })
+	return w.ResponseRecorder.Write(p)
 }
