@@ -874,7 +874,8 @@ func TestRecoveryTornLastCommitFallsBackWhole(t *testing.T) {
 
 // Recovery refuses a file whose log does not continue from its snapshot:
 // the snapshot's bucket gone (its position would read 0, and every batch
-// it covered was truncated), or the first batch after the snapshot gone.
+// it covered was truncated), the first batch after the snapshot gone, or
+// the last batch gone.
 // Opening either would forget acknowledged grants.
 func TestRecoveryRefusesALogThatDoesNotContinueTheSnapshot(t *testing.T) {
 	for _, c := range []struct {
@@ -882,6 +883,17 @@ func TestRecoveryRefusesALogThatDoesNotContinueTheSnapshot(t *testing.T) {
 		damage func(tx *bolt.Tx) error
 	}{
 		{"snapshot missing", func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("snapshot")) }},
+		{"last batch missing", func(tx *bolt.Tx) error {
+			c := tx.Bucket([]byte("log")).Cursor()
+			last, _ := c.Last()
+			seq := append([]byte(nil), last[:8]...)
+			for k, _ := c.Last(); k != nil && bytes.HasPrefix(k, seq); k, _ = c.Last() {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 		{"first batch after it missing", func(tx *bolt.Tx) error {
 			c := tx.Bucket([]byte("log")).Cursor()
 			first, _ := c.First()

@@ -120,8 +120,10 @@ func ReadFile(f *os.File) (*Contents, error) {
 	}
 	if v := meta["version"]; len(v) == 4 {
 		c.FormatVersion = binary.BigEndian.Uint32(v)
-		if c.FormatVersion > wal.FormatVersion {
-			return nil, fmt.Errorf("%w: file format %d, this build reads %d", wal.ErrVersion, c.FormatVersion, wal.FormatVersion)
+		if err := wal.CheckVersion(c.FormatVersion); errors.Is(err, wal.ErrVersion) {
+			return nil, err
+		} else if err != nil {
+			c.Problems = append(c.Problems, err)
 		}
 	}
 	if t := meta["truncated"]; len(t) == 8 {
@@ -164,6 +166,15 @@ func ReadFile(f *os.File) (*Contents, error) {
 	})
 	c.LogLast, c.LogBytes = last, n
 	c.Problems = append(c.Problems, logProblems...)
+	// What wal.Open and Log.Continues refuse, reported here too.
+	if cm := meta["committed"]; len(cm) == 8 && binary.BigEndian.Uint64(cm) > max(last, c.Truncated) {
+		c.Problems = append(c.Problems, fmt.Errorf("%w: the log ends at batch %d, but batch %d was committed: its end is lost",
+			wal.ErrCorrupt, max(last, c.Truncated), binary.BigEndian.Uint64(cm)))
+	}
+	if c.SnapshotErr == nil && c.Truncated > c.SnapshotPos {
+		c.Problems = append(c.Problems, fmt.Errorf("%w: the log was truncated up to batch %d, beyond the snapshot's position %d (a missing or damaged snapshot)",
+			wal.ErrCorrupt, c.Truncated, c.SnapshotPos))
+	}
 	for _, r := range state {
 		c.Buckets = append(c.Buckets, r)
 	}

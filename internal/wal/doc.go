@@ -65,6 +65,9 @@
 //	                       was written (FormatVersion is the newest)
 //	        "truncated" -> uint64 big-endian: the highest sequence number
 //	                       TruncateTx ever dropped (absent until then)
+//	        "committed" -> uint64 big-endian: the last batch committed (absent
+//	                       in files whose last commit predates it), so that a
+//	                       log whose end is lost is ErrCorrupt
 //	"log"   seq (uint64 big-endian, 1, 2, 3, ...) -> one batch (below),
 //	        or its first chunk
 //	        seq ++ i (uint32 big-endian, i = 1, 2, ...) -> chunk i of batch seq
@@ -86,7 +89,8 @@
 // (package snapshot's "snapshot") may share the file. Open creates "meta"
 // and "log" in a file with no buckets; a bbolt file with other buckets but
 // no "meta", or with the wrong magic, is ErrCorrupt; a higher version is
-// ErrVersion.
+// ErrVersion, up to 255 (a larger one, or 0, is a damaged field:
+// ErrCorrupt).
 //
 // Batch encoding (BatchVersion 1), also used by package snapshot:
 //

@@ -33,6 +33,7 @@ var (
 	magicKey     = []byte("magic")
 	versionKey   = []byte("version")
 	truncatedKey = []byte("truncated")
+	committedKey = []byte("committed")
 )
 
 // initMeta creates the meta and log buckets in a new (empty) file, or
@@ -94,17 +95,27 @@ func checkMeta(meta *bolt.Bucket) (uint32, error) {
 	if len(v) != 4 {
 		return 0, fmt.Errorf("%w: bad format version", ErrCorrupt)
 	}
-	switch ver := binary.BigEndian.Uint32(v); {
-	case ver > FormatVersion:
-		return 0, fmt.Errorf("%w: file format %d, this build reads %d", ErrVersion, ver, FormatVersion)
-	case ver == 0:
-		return 0, fmt.Errorf("%w: file format %d", ErrCorrupt, ver)
-	default:
-		return ver, nil
-	}
+	ver := binary.BigEndian.Uint32(v)
+	return ver, CheckVersion(ver)
 }
 
-// position is the larger of the last log key and the truncation mark.
+// CheckVersion reports whether a file of format version ver can be read:
+// nil for 1 to FormatVersion, ErrVersion for a later version a newer
+// build may have written (up to 255), and ErrCorrupt for 0 or anything
+// larger, which no build writes (a damaged field).
+func CheckVersion(ver uint32) error {
+	switch {
+	case ver == 0 || ver > 255:
+		return fmt.Errorf("%w: file format %d", ErrCorrupt, ver)
+	case ver > FormatVersion:
+		return fmt.Errorf("%w: file format %d, this build reads %d", ErrVersion, ver, FormatVersion)
+	}
+	return nil
+}
+
+// position is the larger of the last log key and the truncation mark. A
+// log that ends before the last batch committed (its tail lost to damage
+// that bbolt cannot see) is ErrCorrupt.
 func position(meta, lb *bolt.Bucket) (uint64, error) {
 	var last uint64
 	if t := meta.Get(truncatedKey); t != nil {
@@ -119,6 +130,14 @@ func position(meta, lb *bolt.Bucket) (uint64, error) {
 			return 0, err
 		}
 		last = max(last, seq)
+	}
+	if c := meta.Get(committedKey); c != nil {
+		if len(c) != 8 {
+			return 0, fmt.Errorf("%w: bad committed mark", ErrCorrupt)
+		}
+		if committed := binary.BigEndian.Uint64(c); committed > last {
+			return 0, fmt.Errorf("%w: the log ends at batch %d, but batch %d was committed: its end is lost", ErrCorrupt, last, committed)
+		}
 	}
 	return last, nil
 }

@@ -130,7 +130,7 @@ func TestVersionUpgradeOnlyOnSuccess(t *testing.T) {
 	for _, tc := range []struct {
 		v    uint32
 		want error
-	}{{0, ErrCorrupt}, {3, ErrVersion}, {math.MaxUint32, ErrVersion}} {
+	}{{0, ErrCorrupt}, {3, ErrVersion}, {255, ErrVersion}, {256, ErrCorrupt}, {math.MaxUint32, ErrCorrupt}} { // above 255: a damaged field
 		t.Run(fmt.Sprintf("v%d", tc.v), func(t *testing.T) {
 			path := newFile(t)
 			setVersion(path, tc.v)

@@ -83,6 +83,42 @@ func TestContinues(t *testing.T) {
 	}
 }
 
+// A log whose last batches are gone (damage bbolt cannot see, such as a
+// page's entry count lowered) is refused at Open: the meta bucket names
+// the last batch committed. An emptied log (TruncateTx) is not.
+func TestOpenRefusesALostLogTail(t *testing.T) {
+	path := tempPath(t)
+	l := mustOpen(t, path, Options{})
+	for i := range 5 {
+		appendWait(t, l, Record{Name: fmt.Sprint("b", i+1)})
+	}
+	if err := l.DB().Update(func(tx *bolt.Tx) error {
+		var k [8]byte
+		binary.BigEndian.PutUint64(k[:], 5)
+		return tx.Bucket(logBucket).Delete(k[:])
+	}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if l, err := Open(path, Options{}); !errors.Is(err, ErrCorrupt) {
+		if err == nil {
+			l.Close()
+		}
+		t.Fatalf("Open of a log missing its last batch: %v, want ErrCorrupt", err)
+	}
+	path = tempPath(t)
+	l = mustOpen(t, path, Options{})
+	appendWait(t, l, Record{Name: "only"})
+	if err := l.DB().Update(func(tx *bolt.Tx) error { return l.TruncateTx(tx, 1) }); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l = mustOpen(t, path, Options{})
+	if l.Position() != 1 {
+		t.Errorf("an emptied log reopens at %d, want 1", l.Position())
+	}
+}
+
 // TruncateTx(upTo) removes exactly the keys of batches <= upTo (all their
 // chunks) and keeps every key after; reopening gives the right position
 // whether the last key is a chunk key or the log is empty.

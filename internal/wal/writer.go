@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -244,6 +245,9 @@ func (l *Log) commit(b *pendingBatch) error {
 	start := time.Now()
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		if err := l.putBatch(tx, seq, b.buf); err != nil {
+			return err
+		}
+		if err := tx.Bucket(metaBucket).Put(committedKey, binary.BigEndian.AppendUint64(nil, seq)); err != nil {
 			return err
 		}
 		if l.opts.BeforeCommit != nil {
