@@ -246,6 +246,13 @@ func (f *File) page(id uint64, want uint16) (page, error) {
 
 func (f *File) isSeen(id uint64) bool { return f.seen[id/64]&(1<<(id%64)) != 0 }
 
+// unsee forgets that p (and its overflow) was reached.
+func (f *File) unsee(p page) {
+	for i := p.id; i <= p.id+uint64(p.overflow); i++ {
+		f.seen[i/64] &^= 1 << (i % 64)
+	}
+}
+
 // elem is a branch or leaf element with its key (and value) located.
 type elem struct {
 	flags uint32 // leaf only
@@ -339,10 +346,13 @@ func (w *walker) node(id uint64, lo, hi []byte, bucketDepth, pageDepth int, path
 		return nil, w.fail(fmt.Errorf("bucket %q: %w", path, err))
 	}
 	es, err := elems(p.data, p.flags, p.count, id)
-	if err != nil {
-		return nil, w.fail(fmt.Errorf("bucket %q: %w", path, err))
+	if err == nil {
+		err = keysInOrder(es, lo, hi, id)
 	}
-	if err := keysInOrder(es, lo, hi, id); err != nil {
+	if err != nil {
+		// Not this tree's page: a damaged pointer may lead here to another
+		// tree's, which its own parent may still claim.
+		w.f.unsee(p)
 		return nil, w.fail(fmt.Errorf("bucket %q: %w", path, err))
 	}
 	if p.flags == leafPage {

@@ -210,6 +210,48 @@ func TestWalkSkipsDamagedSubtrees(t *testing.T) {
 	}
 }
 
+// A damaged pointer that leads one tree to another tree's intact page
+// costs only the first tree: the page's own parent still reads it.
+func TestWalkKeepsAPageADamagedPointerReaches(t *testing.T) {
+	b := sampleFile(t, false)
+	key := func(id, i int) []byte { // element i's key on branch or leaf page id
+		e := b[id*4096+16+i*16:]
+		pos, ksize := int(binary.LittleEndian.Uint32(e[0:])), int(binary.LittleEndian.Uint32(e[4:]))
+		if binary.LittleEndian.Uint16(b[id*4096+8:]) == leafPage {
+			pos, ksize = int(binary.LittleEndian.Uint32(e[4:])), int(binary.LittleEndian.Uint32(e[8:]))
+		}
+		off := id*4096 + 16 + i*16 + pos
+		return b[off : off+ksize]
+	}
+	var logBranches []int // the log's root, and a copy an earlier commit freed
+	chunkLeaf := -1
+	for _, id := range pagesOf(b, branchPage) {
+		if len(key(id, 0)) == 8 {
+			logBranches = append(logBranches, id)
+		}
+	}
+	for _, id := range pagesOf(b, leafPage) {
+		if bytes.HasPrefix(key(id, 0), []byte("chunk-")) {
+			chunkLeaf = id
+		}
+	}
+	if len(logBranches) == 0 || chunkLeaf < 0 {
+		t.Fatalf("the sample has no log branch (%v) or chunk leaf (%d)", logBranches, chunkLeaf)
+	}
+	for _, id := range logBranches {
+		binary.LittleEndian.PutUint64(b[id*4096+16+16+8:], uint64(chunkLeaf)) // the log's child 1
+	}
+	chunks := 0
+	problems, err := Walk(bytes.NewReader(b), int64(len(b)), func(path [][]byte, key, value []byte, bucket bool) {
+		if len(path) == 2 && string(path[1]) == "chunks" && !bucket {
+			chunks++
+		}
+	})
+	if err != nil || len(problems) != 1 || chunks != 300 {
+		t.Fatalf("Walk: %d chunks read, want 300; problems %v, %v; want only the log's", chunks, problems, err)
+	}
+}
+
 // FuzzCheck: Check never panics or hangs on any content.
 func FuzzCheck(f *testing.F) {
 	f.Add(sampleFile(f, false))
