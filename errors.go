@@ -35,7 +35,9 @@ var (
 	// grant could not be made durable, it was not acknowledged, and the
 	// limiter fails closed, refusing every further grant until it is
 	// reopened (its tokens may still count: an error in the safe
-	// direction). From Open, Snapshot, Backup or Close: the file could
+	// direction). The one exception is a grant whose records would make
+	// the pending commit larger than the log takes (256 MiB, reachable
+	// only with keys near MaxKeyLen): it fails alone. From Open, Snapshot, Backup or Close: the file could
 	// not be opened, read or written; the error also wraps ErrLocked,
 	// ErrCorrupt or ErrVersion when one of those is the reason.
 	ErrUnavailable = errors.New("ratelimit: persistence unavailable")
