@@ -71,6 +71,13 @@ func Open(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st, err := f.Stat(); err != nil || st.IsDir() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s is a directory, not a limiter's file", path)
+		}
+		return nil, err
+	}
 	if err := lockShared(f); err != nil {
 		f.Close()
 		return nil, err
