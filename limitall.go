@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
@@ -95,6 +96,9 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 		case !ms.OK && (st.Limit == "" || ms.RetryAfter > st.RetryAfter):
 			st = ms
 		}
+	}
+	if !granted {
+		st.RetryAfter = max(st.RetryAfter, time.Duration(c.Wait)) // when repeats of a bucket all fit, in order
 	}
 	st.OK = granted
 	return st, each, nil

@@ -406,3 +406,54 @@ func TestLimitAllCheckOnlyPart(t *testing.T) {
 		t.Fatalf("user after Limit(CheckOnly) = %v, want 4", v)
 	}
 }
+
+// A denied LimitAll naming one bucket several times waits for all of
+// them, in order: RetryAfter is when the same call is granted, not when
+// its first denied member alone would be; each member's own status is as
+// decided (a denial reports what its bucket holds).
+func TestLimitAllRepeatsRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		rs   []Request
+		wait time.Duration
+	}{
+		{"take 5, take 5 of an empty 10", tb(10, 10*time.Second),
+			[]Request{{Name: "x", Count: 5}, {Name: "x", Count: 5}}, 10 * time.Second},
+		{"take 5, check 5 of an empty 10", tb(10, 10*time.Second),
+			[]Request{{Name: "x", Count: 5}, {Name: "x", Count: 5, CheckOnly: true}}, 10 * time.Second},
+		{"check 5, take 5 of an empty 10", tb(10, 10*time.Second),
+			[]Request{{Name: "x", Count: 5, CheckOnly: true}, {Name: "x", Count: 5}}, 5 * time.Second},
+		{"take 3, reserve 4 of an empty 10, 5 of debt", Config{Kind: TokenBucket, Rate: 10, Period: 10 * time.Second, MaxReserved: 5},
+			[]Request{{Name: "x", Count: 3}, {Name: "x", Count: 4, Reserve: true}}, 3 * time.Second},
+		{"fixed window: take 5, take 5 of an empty 10, 5 a window", Config{Kind: FixedWindow, Rate: 5, Period: 10 * time.Second, Capacity: 10, Start: t0},
+			[]Request{{Name: "x", Count: 5}, {Name: "x", Count: 5}}, 20 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"x": tc.cfg}})
+			c := tc.cfg.Capacity
+			if c == 0 {
+				c = tc.cfg.Rate
+			}
+			limit(t, l, Request{Name: "x", Count: c})
+			st, each, err := l.LimitAllStatuses(bg, tc.rs, nil)
+			if err != nil || st.OK || st.RetryAfter != tc.wait || st.Remaining < 0 {
+				t.Fatalf("LimitAll = %+v, %v; want denied for %v, reporting no debt", st, err, tc.wait)
+			}
+			for i, ms := range each {
+				if ms.Remaining < 0 && !tc.rs[i].Reserve { // a reservation that could be granted reports its debt
+					t.Errorf("member %d reports %v left: debt the bucket does not hold", i, ms.Remaining)
+				}
+			}
+			clk.Advance(tc.wait - 1)
+			if st, err := l.LimitAll(bg, tc.rs...); err != nil || st.OK {
+				t.Fatalf("a nanosecond early: %+v, %v; want denied", st, err)
+			}
+			clk.Advance(1)
+			if st, err := l.LimitAll(bg, tc.rs...); err != nil || !st.OK {
+				t.Fatalf("after RetryAfter: %+v, %v; want granted", st, err)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // errDisagree: the function's decision differs from the same arithmetic
@@ -88,11 +89,15 @@ func (j *job) decideAtomic(pt *part) bool {
 			c.Items[d.b].Write = false
 		}
 	}
+	prior := j.repeatPriors(ds)
 	all := true
 	for _, d := range ds {
 		mem := &c.Members[d.m]
 		j.decideMember(mem, d.a, d.b, pt.now)
 		all = all && mem.OK
+	}
+	if !all && prior != nil {
+		j.repeatsWait(ds, prior, pt.now)
 	}
 	if !all {
 		for _, d := range ds {
@@ -103,6 +108,33 @@ func (j *job) decideAtomic(pt *part) bool {
 		}
 	}
 	return all
+}
+
+// repeatPriors is the states of c's items before ds's members are
+// replayed, when two of them name one bucket (see actor.RepeatsWait), and
+// nil otherwise.
+func (j *job) repeatPriors(ds []dmember) []bucket.State {
+	for _, d := range ds {
+		if j.canon[d.a] != d.a || d.b >= 0 && j.canon[d.b] != d.b {
+			prior := make([]bucket.State, len(j.c.Items))
+			for i := range j.c.Items {
+				prior[i] = j.c.Items[i].State
+			}
+			return prior
+		}
+	}
+	return nil
+}
+
+// repeatsWait raises the call's Wait to when ds's members, replayed from
+// prior, are all granted (actor.RepeatsWait).
+func (j *job) repeatsWait(ds []dmember, prior []bucket.State, now int64) {
+	ms := make([]int32, len(ds))
+	for i, d := range ds {
+		ms[i] = d.m
+	}
+	w := actor.RepeatsWait(j.c, ms, func(i int32) int32 { return j.canon[i] }, prior, now)
+	j.c.Wait = max(j.c.Wait, w)
 }
 
 // finishPart reports pt's error on its items, counts its decisions and

@@ -229,6 +229,7 @@ func (j *job) replayStep(pt *part, now int64, readOnly bool) uint8 {
 			}
 		}
 	}
+	prior := j.repeatPriors(ds)
 	status := uint8(1)
 	for _, d := range ds {
 		mem := &c.Members[d.m]
@@ -257,6 +258,9 @@ func (j *job) replayStep(pt *part, now int64, readOnly bool) uint8 {
 		if status == 1 {
 			status = st
 		}
+	}
+	if status != 1 && prior != nil {
+		j.repeatsWait(ds, prior, now)
 	}
 	if status != 1 {
 		for _, d := range ds {

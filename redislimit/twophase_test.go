@@ -316,3 +316,26 @@ func countKeys(t *testing.T, client redis.UniversalClient, pattern string) int {
 	}
 	return int(n.Load())
 }
+
+// A denied LimitAll naming one bucket twice reports when both fit, in
+// order, as the partitions do: in one function call, and across slots.
+func TestLimitAllRepeatsRetryAfter(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		clk := newFakeClock(t0)
+		l := open(t, client, ratelimit.Options{Now: clk.Now, Limits: map[string]ratelimit.Config{
+			"x": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 10 * S},
+			"y": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 10 * S},
+		}})
+		ctx := context.Background()
+		keys := keysOnDistinctTags("x", "y")
+		x, y := ratelimit.Request{Name: "x", Key: keys[0], Count: 5}, ratelimit.Request{Name: "y", Key: keys[1], Count: 1}
+		if _, err := l.Limit(ctx, ratelimit.Request{Name: "x", Key: keys[0], Count: 10}); err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range [][]ratelimit.Request{{x, x}, {x, y, x}} {
+			if st, err := l.LimitAll(ctx, rs...); err != nil || st.OK || st.RetryAfter != 10*S {
+				t.Errorf("LimitAll of %d requests, x twice on an empty x: %+v, %v; want denied for 10s", len(rs), st, err)
+			}
+		}
+	})
+}

@@ -101,6 +101,10 @@ type Call struct {
 	// Now is the clock reading the items' States are current at, set by
 	// Group.Peek.
 	Now int64
+	// Wait is set, for a denied atomic call whose members name one bucket
+	// more than once, to the earliest wait after which the whole call is
+	// granted (see RepeatsWait); 0 otherwise.
+	Wait int64
 
 	fn      func(*Partition) // for Run
 	ranges  []span
@@ -158,6 +162,7 @@ func (c *Call) Release() {
 	clear(c.Members)
 	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
 	c.Atomic, c.fn, c.cancel, c.decideHook, c.uncounted, c.spanNow, c.Now, c.oneMsg = false, nil, false, nil, false, 0, 0, false
+	c.Wait = 0
 	callPool.Put(c)
 }
 

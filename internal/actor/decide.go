@@ -105,16 +105,76 @@ func (u *undescribed) finish(m *Member) {
 	describe(m, u.lim, u.prior, u.next, u.now, retry)
 }
 
+// RepeatsWait is when an atomic call that was denied, and whose members
+// name one bucket more than once, is granted at the earliest: members (all
+// of c's when nil; indexes into c.Members) are replayed in order on the
+// buckets' states before the call (prior, by the canonical item canon(i)
+// of item i), and a denied take of one bucket is taken all the same (into
+// any debt), so that the members after it on its bucket wait for it too;
+// members are decided in order, and the call is granted only once each is
+// granted after the ones before it. It is the largest wait of a member in
+// that replay, a member of two shards counting with its own RetryAfter.
+// The members' own outputs are left as decided.
+func RepeatsWait(c *Call, members []int32, canon func(int32) int32, prior []bucket.State, now int64) int64 {
+	state := make([]bucket.State, len(prior))
+	copy(state, prior)
+	wait := int64(0)
+	replay := func(m *Member) {
+		if m.Second >= 0 {
+			if !m.OK {
+				wait = max(wait, m.RetryAfter)
+			}
+			return
+		}
+		a := canon(m.First)
+		lim, s := c.Items[a].Lim, state[a]
+		if m.Op == OpCredit {
+			state[a] = lim.Credit(s, now, m.Count)
+			return
+		}
+		next, ok := lim.Try(s, now, m.Count, m.Reserve)
+		if !ok {
+			wait = max(wait, lim.Wait(s, lim.Project(s, now), false, now, m.Count, m.Reserve))
+		}
+		if m.Op == OpTake {
+			state[a] = next // Try's state: taken, into any debt, granted or not
+		}
+	}
+	if members == nil {
+		for i := range c.Members {
+			replay(&c.Members[i])
+		}
+	} else {
+		for _, i := range members {
+			replay(&c.Members[i])
+		}
+	}
+	return wait
+}
+
 // decideAll decides every member in order, each seeing the ones before it,
 // and reports whether all were granted. When not, nothing is to be written.
 func decideAll(c *Call, now int64) bool {
 	if c.decideHook != nil {
 		return c.decideHook(c, now)
 	}
+	var prior []bucket.State // the buckets before the call, when one repeats (see RepeatsWait)
+	for i := range c.Items {
+		if c.Items[i].canon != int32(i) {
+			prior = make([]bucket.State, len(c.Items))
+			for j := range c.Items {
+				prior[j] = c.Items[j].State
+			}
+			break
+		}
+	}
 	all := true
 	for i := range c.Members {
 		decideMember(c, &c.Members[i], now)
 		all = all && c.Members[i].OK
+	}
+	if !all && prior != nil {
+		c.Wait = RepeatsWait(c, nil, func(i int32) int32 { return c.Items[i].canon }, prior, now)
 	}
 	if !all {
 		for i := range c.Items {
