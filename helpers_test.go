@@ -6,6 +6,7 @@ package ratelimit
 // durable, and never sleep to wait for goroutines.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
+	bolt "go.etcd.io/bbolt"
 )
 
 const (
@@ -352,3 +354,17 @@ func grant(t testing.TB, l *Limiter, r Request) Status {
 
 // tokenBucket is a token bucket of rate tokens a minute and the capacity.
 func tokenBucket(rate, capacity float64) Config { return withCap(tb(rate, time.Minute), capacity) }
+
+// deleteBatch deletes the log batch at one end of a limiter's log, every
+// chunk of it: end is (*bolt.Cursor).First or Last.
+func deleteBatch(tx *bolt.Tx, end func(*bolt.Cursor) ([]byte, []byte)) error {
+	c := tx.Bucket([]byte("log")).Cursor()
+	k, _ := end(c)
+	seq := append([]byte(nil), k[:8]...)
+	for k, _ := end(c); k != nil && bytes.HasPrefix(k, seq); k, _ = end(c) {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
