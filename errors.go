@@ -37,9 +37,10 @@ var (
 	// reopened (its tokens may still count: an error in the safe
 	// direction). The one exception is a grant whose records would make
 	// the pending commit larger than the log takes (256 MiB, reachable
-	// only with keys near MaxKeyLen): it fails alone. From Open, Snapshot, Backup or Close: the file could
-	// not be opened, read or written; the error also wraps ErrLocked,
-	// ErrCorrupt or ErrVersion when one of those is the reason.
+	// only with keys near MaxKeyLen): it fails alone. From Open, Snapshot,
+	// Backup or Close: the file could not be opened, read or written; the
+	// error also wraps ErrLocked, ErrCorrupt or ErrVersion when one of
+	// those is the reason.
 	ErrUnavailable = errors.New("ratelimit: persistence unavailable")
 	// ErrRateLimited is matched (errors.Is) by the error Status.Err returns
 	// for a denial.

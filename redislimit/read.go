@@ -116,11 +116,7 @@ func (j *job) decideAtomic(pt *part) bool {
 func (j *job) repeatPriors(ds []dmember) []bucket.State {
 	for _, d := range ds {
 		if j.canon[d.a] != d.a || d.b >= 0 && j.canon[d.b] != d.b {
-			prior := make([]bucket.State, len(j.c.Items))
-			for i := range j.c.Items {
-				prior[i] = j.c.Items[i].State
-			}
-			return prior
+			return j.c.States()
 		}
 	}
 	return nil

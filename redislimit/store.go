@@ -55,6 +55,11 @@ func (s *redisStore) Route(hash uint64, shard uint32) int32 { return route(hash,
 func (s *redisStore) begin() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.beginLocked()
+}
+
+// beginLocked is begin with s.mu held.
+func (s *redisStore) beginLocked() bool {
 	if s.closed {
 		return false
 	}

@@ -500,10 +500,9 @@ func (s *redisStore) dropHolds(tags []int32, keys []string) {
 	j.pending.Store(int32(len(j.parts)))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if !s.beginLocked() {
 		j.free()
 		return
 	}
-	s.active++
 	s.b.queue(j.parts)
 }

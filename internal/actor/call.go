@@ -155,6 +155,15 @@ var callPool = sync.Pool{New: func() any {
 // NewCall returns an empty call.
 func NewCall() *Call { return callPool.Get().(*Call) }
 
+// States copies the states of c's items, in item order.
+func (c *Call) States() []bucket.State {
+	out := make([]bucket.State, len(c.Items))
+	for i := range c.Items {
+		out[i] = c.Items[i].State
+	}
+	return out
+}
+
 // Release returns c to the pool. It must not be used afterwards, and must
 // not be released if Wait reported it abandoned.
 func (c *Call) Release() {

@@ -161,10 +161,7 @@ func decideAll(c *Call, now int64) bool {
 	var prior []bucket.State // the buckets before the call, when one repeats (see RepeatsWait)
 	for i := range c.Items {
 		if c.Items[i].canon != int32(i) {
-			prior = make([]bucket.State, len(c.Items))
-			for j := range c.Items {
-				prior[j] = c.Items[j].State
-			}
+			prior = c.States()
 			break
 		}
 	}

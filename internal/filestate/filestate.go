@@ -174,13 +174,15 @@ func ReadFile(f *os.File) (*Contents, error) {
 	c.LogLast, c.LogBytes = last, n
 	c.Problems = append(c.Problems, logProblems...)
 	// What wal.Open and Log.Continues refuse, reported here too.
-	if cm := meta["committed"]; len(cm) == 8 && binary.BigEndian.Uint64(cm) > max(last, c.Truncated) {
-		c.Problems = append(c.Problems, fmt.Errorf("%w: the log ends at batch %d, but batch %d was committed: its end is lost",
-			wal.ErrCorrupt, max(last, c.Truncated), binary.BigEndian.Uint64(cm)))
+	if cm := meta["committed"]; len(cm) == 8 {
+		if err := wal.CheckTail(max(last, c.Truncated), binary.BigEndian.Uint64(cm)); err != nil {
+			c.Problems = append(c.Problems, err)
+		}
 	}
-	if c.SnapshotErr == nil && c.Truncated > c.SnapshotPos {
-		c.Problems = append(c.Problems, fmt.Errorf("%w: the log was truncated up to batch %d, beyond the snapshot's position %d (a missing or damaged snapshot)",
-			wal.ErrCorrupt, c.Truncated, c.SnapshotPos))
+	if c.SnapshotErr == nil {
+		if err := wal.CheckSnapshotPos(c.SnapshotPos, c.Truncated); err != nil {
+			c.Problems = append(c.Problems, err)
+		}
 	}
 	for _, r := range state {
 		c.Buckets = append(c.Buckets, r)

@@ -135,9 +135,30 @@ func position(meta, lb *bolt.Bucket) (uint64, error) {
 		if len(c) != 8 {
 			return 0, fmt.Errorf("%w: bad committed mark", ErrCorrupt)
 		}
-		if committed := binary.BigEndian.Uint64(c); committed > last {
-			return 0, fmt.Errorf("%w: the log ends at batch %d, but batch %d was committed: its end is lost", ErrCorrupt, last, committed)
+		if err := CheckTail(last, binary.BigEndian.Uint64(c)); err != nil {
+			return 0, err
 		}
 	}
 	return last, nil
+}
+
+// CheckTail reports, wrapping ErrCorrupt, a log whose position (the larger
+// of its last batch and its truncation mark) is below the last batch
+// committed: its end is lost.
+func CheckTail(position, committed uint64) error {
+	if committed > position {
+		return fmt.Errorf("%w: the log ends at batch %d, but batch %d was committed: its end is lost", ErrCorrupt, position, committed)
+	}
+	return nil
+}
+
+// CheckSnapshotPos reports, wrapping ErrCorrupt, a snapshot at log
+// position pos below the log's truncation mark: the batches between were
+// dropped, so the snapshot that held them is missing or damaged.
+func CheckSnapshotPos(pos, truncated uint64) error {
+	if truncated > pos {
+		return fmt.Errorf("%w: the log was truncated up to batch %d, beyond the snapshot's position %d (a missing or damaged snapshot)",
+			ErrCorrupt, truncated, pos)
+	}
+	return nil
 }

@@ -100,9 +100,10 @@ func (l *Log) Continues(pos uint64) (err error) {
 		if meta == nil || lb == nil {
 			return fmt.Errorf("%w: meta or log bucket missing", ErrCorrupt)
 		}
-		if t := meta.Get(truncatedKey); len(t) == 8 && binary.BigEndian.Uint64(t) > pos {
-			return fmt.Errorf("%w: the log was truncated up to batch %d, beyond the snapshot's position %d (a missing or damaged snapshot)",
-				ErrCorrupt, binary.BigEndian.Uint64(t), pos)
+		if t := meta.Get(truncatedKey); len(t) == 8 {
+			if err := CheckSnapshotPos(pos, binary.BigEndian.Uint64(t)); err != nil {
+				return err
+			}
 		}
 		var start [8]byte
 		binary.BigEndian.PutUint64(start[:], pos+1)
