@@ -41,8 +41,10 @@ type Server struct {
 }
 
 // New loads the configuration, opens the limiter and binds the
-// listeners. Nothing is served until Run.
-func New(o Options) (s *Server, err error) {
+// listeners. Nothing is served until Run. On an error (an address in
+// use, say) nothing stays open: the limiter is closed, so its file can
+// be opened again.
+func New(o Options) (_ *Server, err error) {
 	opts, err := o.withDefaults()
 	if err != nil {
 		return nil, err
@@ -53,7 +55,7 @@ func New(o Options) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Server{opts: opts, log: opts.Logger}
+	s := &Server{opts: opts, log: opts.Logger}
 	if opts.TLS.CertFile != "" {
 		if s.certs, err = newCertificates(opts.TLS); err != nil {
 			return nil, err
