@@ -276,6 +276,9 @@ func TestDecideCheckAnswersAsATake(t *testing.T) {
 		{"two buckets", []Descriptor{desc(2, "a=x")}, []Descriptor{desc(1, "b=x"), desc(2, "a=x")}},
 		{"a part that never fits, then one bucket twice", []Descriptor{desc(7, "tb=x")},
 			[]Descriptor{desc(4, "a=x"), desc(2, "tb=x"), desc(2, "tb=x")}},
+		{"twice, the first over alone", []Descriptor{desc(7, "tb=x")}, []Descriptor{desc(4, "tb=x"), desc(2, "tb=x")}},
+		{"twice, the first over alone, after another bucket", []Descriptor{desc(7, "tb=x")},
+			[]Descriptor{desc(1, "b=x"), desc(4, "tb=x"), desc(2, "tb=x")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var want []Code
@@ -304,6 +307,41 @@ func TestDecideCheckAnswersAsATake(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A denied request naming one bucket twice says when the whole request
+// can be granted, and so does each descriptor on that bucket: the second
+// counts the first's hits, though it would fit alone.
+func TestDecideRepeatsRetryAfter(t *testing.T) {
+	for _, check := range []bool{false, true} {
+		f := newFixture(t, rules, Options{})
+		f.decide("d", desc(7, "tb=x")) // 3 left, a token a second
+		res, err := f.try(&Request{Domain: "d", CheckOnly: check, Descriptors: []Descriptor{desc(4, "tb=x"), desc(2, "tb=x")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := codes(res); !slices.Equal(got, []Code{OverLimit, OverLimit, OverLimit}) {
+			t.Errorf("check %v: codes %v, want all over", check, got)
+		}
+		if res.RetryAfter != 3*time.Second || res.Statuses[0].RetryAfter != time.Second || res.Statuses[1].RetryAfter != 3*time.Second {
+			t.Errorf("check %v: retry after %v (statuses %v, %v), want 3s (1s, 3s)", check, res.RetryAfter, res.Statuses[0].RetryAfter, res.Statuses[1].RetryAfter)
+		}
+		for i, st := range res.Statuses {
+			if st.Remaining != 3 {
+				t.Errorf("check %v: status %d reports %v left, want 3", check, i, st.Remaining)
+			}
+		}
+		if !check {
+			f.clock.advance(3*time.Second - time.Nanosecond)
+			if r := f.decide("d", desc(4, "tb=x"), desc(2, "tb=x")); r.Code != OverLimit {
+				t.Errorf("granted before the retry time: %v", codes(r))
+			}
+			f.clock.advance(time.Nanosecond)
+			if r := f.decide("d", desc(4, "tb=x"), desc(2, "tb=x")); r.Code != OK {
+				t.Errorf("denied at the retry time: %v", codes(r))
+			}
+		}
 	}
 }
 

@@ -50,9 +50,10 @@ func (e *Engine) run(ctx context.Context, res *Result, s *scratch) error {
 			return nil
 		}
 		if !hard {
-			progress := false
+			progress, repeats := false, false
 			for j, k := range s.sent {
 				p := &s.parts[k]
+				repeats = repeats || p.prior > 0
 				if s.each[j].OK {
 					continue
 				}
@@ -75,9 +76,34 @@ func (e *Engine) run(ctx context.Context, res *Result, s *scratch) error {
 			if !hard {
 				continue // again without the parts just decided
 			}
+			if repeats {
+				// The call decided its parts in order, each after the takes
+				// of those before it that were granted: a later part on a
+				// bucket named before may have fit without an earlier one's
+				// hits. Check them again as hard mode does, counting those.
+				s.redoRepeats(res, &quotasOver)
+				continue
+			}
 		}
-		e.finishDenial(res, s, quotas > 0 && quotasOver == quotas)
+		e.finishDenial(res, s, quotas)
 		return nil
+	}
+}
+
+// redoRepeats returns the parts of the last call that follow another part
+// on their bucket to pending, undoing what their statuses recorded.
+func (s *scratch) redoRepeats(res *Result, quotasOver *int) {
+	for _, k := range s.sent {
+		p := &s.parts[k]
+		if p.prior == 0 || p.state != over {
+			continue
+		}
+		if p.quota {
+			*quotasOver--
+		}
+		p.state = pending
+		st := &res.Statuses[p.st]
+		st.Code, st.Shadowed, st.RetryAfter = OK, false, 0
 	}
 }
 
@@ -177,8 +203,10 @@ func (e *Engine) finishGrant(res *Result, s *scratch) {
 }
 
 // finishDenial records a denied request: nothing was taken, so each part
-// sent reports its bucket as it is.
-func (e *Engine) finishDenial(res *Result, s *scratch, quotaDenied bool) {
+// sent reports its bucket as it is. quotas counts the request's
+// quota_mode parts: when all of them are over, the request waits for the
+// first to have room too.
+func (e *Engine) finishDenial(res *Result, s *scratch, quotas int) {
 	for j, k := range s.sent {
 		p := &s.parts[k]
 		st := &res.Statuses[p.st]
@@ -202,7 +230,7 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotaDenied bool) {
 	}
 	e.finishFollowers(res, s, false)
 	res.Code, res.RetryAfter = OverLimit, 0
-	quotaWait := time.Duration(-1)
+	quotaWait, quotasOver := time.Duration(-1), 0
 	for k := range s.parts {
 		p := &s.parts[k]
 		st := &res.Statuses[p.st]
@@ -210,6 +238,9 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotaDenied bool) {
 			continue
 		}
 		st.Code = OverLimit
+		if p.quota {
+			quotasOver++
+		}
 		switch {
 		case st.Never:
 		case p.quota:
@@ -220,7 +251,7 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotaDenied bool) {
 			res.RetryAfter = max(res.RetryAfter, st.RetryAfter)
 		}
 	}
-	if quotaDenied && quotaWait > 0 {
+	if quotas > 0 && quotasOver == quotas && quotaWait > 0 {
 		res.RetryAfter = max(res.RetryAfter, quotaWait)
 	}
 }
