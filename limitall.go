@@ -81,6 +81,7 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 		granted = granted && c.Members[i].OK
 	}
 	var st Status
+	chosen := false // st is a member's status ("" names a limit too)
 	for i := range c.Members {
 		ms := defs[i].status(&c.Members[i])
 		if report {
@@ -89,12 +90,12 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 		switch {
 		case granted:
 			wait := max(st.RetryAfter, ms.RetryAfter)
-			if st.Limit == "" || ms.Remaining < st.Remaining {
-				st = ms
+			if !chosen || ms.Remaining < st.Remaining {
+				st, chosen = ms, true
 			}
 			st.RetryAfter = wait
-		case !ms.OK && (st.Limit == "" || ms.RetryAfter > st.RetryAfter):
-			st = ms
+		case !ms.OK && (!chosen || ms.RetryAfter > st.RetryAfter):
+			st, chosen = ms, true
 		}
 	}
 	if !granted {

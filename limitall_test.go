@@ -47,6 +47,22 @@ func TestLimitAll(t *testing.T) {
 		}
 		wantValue(t, l, "a", "k", 10)
 	})
+	t.Run("a limit named empty", func(t *testing.T) { // "" is a name, not "no part chosen"
+		clk := newClock()
+		l := open(t, Options{Now: clk.Now, Limits: map[string]Config{
+			"":  {Kind: TokenBucket, Rate: 1, Period: M},
+			"x": {Kind: TokenBucket, Rate: 6, Period: M},
+		}})
+		rs := []Request{{Name: "", Key: "k"}, {Name: "x", Key: "k"}}
+		if st, err := l.LimitAll(bg, rs...); err != nil || !st.OK || st.Limit != "" || st.Remaining != 0 {
+			t.Fatalf("first LimitAll = %+v, %v; want granted, reporting \"\" (0 left, x 5)", st, err)
+		}
+		limit(t, l, Request{Name: "x", Key: "k", Count: 5})
+		st, err := l.LimitAll(bg, rs...)
+		if err != nil || st.OK || st.Limit != "" || st.RetryAfter != M {
+			t.Fatalf("LimitAll with both empty = %+v, %v; want denied by \"\", RetryAfter 1m", st, err)
+		}
+	})
 	t.Run("granted takes from every member", func(t *testing.T) {
 		clk := newClock()
 		l := open(t, Options{Now: clk.Now, Limits: limitAllLimits()})
