@@ -144,6 +144,30 @@ func ExampleRequest_reserve() {
 	// reserve 5: ok=false run in 30s, -10 left
 }
 
+// Tell a request that no wait will ever grant (it asks for more than the
+// limit holds) from one that must wait, before sending it.
+func ExampleLimiter_Grantable() {
+	l, err := ratelimit.Open(ratelimit.Options{Limits: map[string]ratelimit.Config{
+		"upload": {Kind: ratelimit.TokenBucket, Rate: 100, Period: time.Minute, MaxReserved: 50},
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	for _, r := range []ratelimit.Request{
+		{Name: "upload", Key: "bob", Count: 120},
+		{Name: "upload", Key: "bob", Count: 120, Reserve: true},
+		{Name: "upload", Key: "bob", Count: 200, Reserve: true},
+	} {
+		ok, err := l.Grantable(r)
+		fmt.Printf("count %v, reserve %v: %v %v\n", r.Count, r.Reserve, ok, err)
+	}
+	// Output:
+	// count 120, reserve false: false <nil>
+	// count 120, reserve true: true <nil>
+	// count 200, reserve true: false <nil>
+}
+
 // Reset deletes a key's bucket (it is full again); Value reads it without
 // taking anything.
 func ExampleLimiter_Reset() {

@@ -21,7 +21,10 @@ import (
 // Counts that are negative, NaN, infinite, above capacity (plus
 // MaxReserved for a reservation) or above two shards' worth are
 // ErrInvalidCount from every method, and take nothing; the boundaries
-// themselves are valid.
+// themselves are valid. "Above" is as the decision computes it: where the
+// sum capacity + MaxReserved rounds up past what full buckets grant, the
+// count is refused, not denied with a RetryAfter that never comes. Grantable
+// agrees.
 func TestInvalidCount(t *testing.T) {
 	cfgs := map[string]Config{
 		"tb":    tb(10, M),
@@ -29,6 +32,8 @@ func TestInvalidCount(t *testing.T) {
 		"tbres": withMaxRes(tb(10, M), 5),
 		"fwres": withMaxRes(fw(10, M, t0), 5),
 		"sh":    withShards(tb(40, M), 4),
+		"tenth": withMaxRes(tb(1, H), 0.1),              // 1 - 1.1 < -0.1 in float64
+		"sh6":   withShards(withMaxRes(tb(8, M), 4), 6), // two full shards split 4 into halves just past -4/6
 	}
 	cases := []struct {
 		name    string
@@ -50,15 +55,20 @@ func TestInvalidCount(t *testing.T) {
 		{"above capacity+maxReserved fw", "fwres", 16, true},
 		{"above capacity no reserve with maxReserved", "tbres", 11, false},
 		{"above two shards", "sh", 21, false},
+		{"capacity+maxReserved rounded up", "tenth", 1.1, true},
+		{"two shards' worth rounded up", "sh6", 4, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
 			l := open(t, Options{Now: clk.Now, Limits: cfgs})
 			// leave some state behind so "nothing consumed" is not just "absent"
-			limit(t, l, Request{Name: tc.lim, Key: "k", Count: 2})
+			limit(t, l, Request{Name: tc.lim, Key: "k", Count: 0.5})
 			before := value(t, l, tc.lim, "k")
 			r := Request{Name: tc.lim, Key: "k", Count: tc.count, Reserve: tc.reserve}
+			if ok, err := l.Grantable(r); ok {
+				t.Errorf("Grantable(%s) = true, %v", reqString(r), err)
+			}
 			if _, err := l.Limit(bg, r); !errors.Is(err, ErrInvalidCount) {
 				t.Errorf("Limit(%s): err = %v, want ErrInvalidCount", reqString(r), err)
 			}
@@ -89,8 +99,13 @@ func TestInvalidCount(t *testing.T) {
 			{Name: "fwres", Key: "a", Count: 15, Reserve: true},
 			{Name: "tb", Key: "b", Count: 1000, Reserve: true}, // unlimited reservations
 			{Name: "sh", Key: "a", Count: 20},
+			{Name: "tenth", Key: "a", Count: 1.09, Reserve: true},
+			{Name: "sh6", Key: "a", Count: 3.99, Reserve: true},
 		}
 		for _, r := range ok {
+			if ok, err := l.Grantable(r); !ok || err != nil {
+				t.Errorf("Grantable(%s) = %v, %v; want true", reqString(r), ok, err)
+			}
 			st, err := l.Limit(bg, r)
 			if err != nil || !st.OK {
 				t.Errorf("Limit(%s) = %+v, %v; want granted", reqString(r), st, err)

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
@@ -24,6 +25,32 @@ func (l *Limiter) Limit(ctx context.Context, r Request) (st Status, err error) {
 func (l *Limiter) Check(ctx context.Context, r Request) (st Status, err error) {
 	err = l.decideOne(ctx, &r, actor.OpCheck, &st)
 	return st, err
+}
+
+// Grantable reports whether r can ever be granted: whether its limit's
+// buckets, full, would grant it (two full shards, for a sharded limit),
+// nothing else taken. Limit, Check, LimitAll and LimitMany refuse a
+// request for which it is false with ErrInvalidCount, where a denial's
+// RetryAfter would never come true. r's errors are theirs too
+// (ErrUnknownLimit, ErrInvalidKey, ErrInvalidConfig, ErrInvalidCount for a
+// count that is no number of tokens); it reads no bucket and is safe for
+// concurrent use.
+func (l *Limiter) Grantable(r Request) (bool, error) {
+	if err := checkKey(r.Key); err != nil {
+		return false, err
+	}
+	d, err := l.resolve(r.Name, r.Config)
+	if err != nil {
+		return false, err
+	}
+	n := r.Count
+	if n == 0 {
+		n = 1
+	}
+	if !finite(n) || n < 0 {
+		return false, fmt.Errorf("%w: %v", ErrInvalidCount, n)
+	}
+	return d.perShard.Fits(n, r.Reserve, d.shards > 1), nil
 }
 
 // decideOne decides r as op (a take or a check) and fills st, which is

@@ -76,8 +76,8 @@ func (d *limitDef) sameBuckets(e *limitDef) bool {
 }
 
 // count validates a request's count: 0 means 1; it must be finite, >= 0 and
-// at most what the limit can ever grant one request (two shards' worth for a
-// sharded limit).
+// grantable by full buckets (two full shards of a sharded limit), as the
+// decision itself computes it.
 func (d *limitDef) count(n float64, reserve bool) (float64, error) {
 	if n == 0 {
 		n = 1
@@ -85,12 +85,12 @@ func (d *limitDef) count(n float64, reserve bool) (float64, error) {
 	if !finite(n) || n < 0 {
 		return 0, fmt.Errorf("%w: %v", ErrInvalidCount, n)
 	}
-	most := d.perShard.MaxCount(reserve)
-	if d.shards > 1 {
-		most *= 2
-	}
-	if n > most {
-		return 0, fmt.Errorf("%w: %v exceeds the most limit %q can grant at once (%v)", ErrInvalidCount, n, d.name, most)
+	if !d.perShard.Fits(n, reserve, d.shards > 1) {
+		most := d.perShard.MaxCount(reserve)
+		if d.shards > 1 {
+			most *= 2
+		}
+		return 0, fmt.Errorf("%w: %v exceeds the most limit %q can grant at once (about %v)", ErrInvalidCount, n, d.name, most)
 	}
 	return n, nil
 }

@@ -41,10 +41,24 @@ func (l *Limit) debtAllowed(reserve bool) float64 {
 	return math.Inf(1)
 }
 
-// MaxCount is the largest count a request on one bucket can ever be granted
-// (+Inf when a reservation may leave unlimited debt).
+// MaxCount is about the largest count a request on one bucket can ever be
+// granted (+Inf when a reservation may leave unlimited debt): the sum,
+// rounded once. Fits is the exact answer.
 func (l *Limit) MaxCount(reserve bool) float64 {
 	return l.Capacity + l.debtAllowed(reserve)
+}
+
+// Fits reports whether a request for count tokens is ever granted: by a
+// full bucket (Try), or with two, by two full shards (TakeTwo), the most a
+// bucket ever holds. It decides with the same arithmetic, so it agrees
+// with them where a bound such as MaxCount, rounded differently, may not.
+func (l *Limit) Fits(count float64, reserve, two bool) bool {
+	full := State{Value: l.Capacity}
+	if two {
+		return l.takeTwo(full, full, 0, count, reserve).OK
+	}
+	_, ok := l.Try(full, 0, count, reserve)
+	return ok
 }
 
 // WindowStart returns the start of the fixed window containing now, for

@@ -7,17 +7,6 @@ import (
 	"github.com/seed7fbd42b6/ratelimit"
 )
 
-// maxCount is the most one request can be granted of a limit at once,
-// as the limiter bounds it: a shard's capacity (plus the debt a
-// reservation may leave), two shards' worth for a sharded limit.
-func maxCount(c ratelimit.Config, reserve bool) float64 {
-	per := shardMax(c, reserve)
-	if shards(c) > 1 {
-		return 2 * per
-	}
-	return per
-}
-
 // maxTotal is the most one request can be granted of one bucket (every
 // shard of a key) across several of its descriptors.
 func maxTotal(c ratelimit.Config, reserve bool) float64 {

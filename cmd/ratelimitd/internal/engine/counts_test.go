@@ -8,23 +8,20 @@ import (
 	"github.com/seed7fbd42b6/ratelimit"
 )
 
-func TestMaxCount(t *testing.T) {
+func TestMaxTotal(t *testing.T) {
 	cases := []struct {
-		c            ratelimit.Config
-		reserve      bool
-		count, total float64
+		c       ratelimit.Config
+		reserve bool
+		total   float64
 	}{
-		{ratelimit.Config{Rate: 10}, false, 10, 10},
-		{ratelimit.Config{Rate: 10, Capacity: 20}, false, 20, 20},
-		{ratelimit.Config{Rate: 10}, true, math.Inf(1), math.Inf(1)},
-		{ratelimit.Config{Rate: 10, MaxReserved: 4}, true, 14, 14},
-		{ratelimit.Config{Rate: 10, Shards: 4}, false, 5, 10},
-		{ratelimit.Config{Rate: 10, Shards: 4, MaxReserved: 8}, true, 9, 18},
+		{ratelimit.Config{Rate: 10}, false, 10},
+		{ratelimit.Config{Rate: 10, Capacity: 20}, false, 20},
+		{ratelimit.Config{Rate: 10}, true, math.Inf(1)},
+		{ratelimit.Config{Rate: 10, MaxReserved: 4}, true, 14},
+		{ratelimit.Config{Rate: 10, Shards: 4}, false, 10},
+		{ratelimit.Config{Rate: 10, Shards: 4, MaxReserved: 8}, true, 18},
 	}
 	for _, c := range cases {
-		if got := maxCount(c.c, c.reserve); got != c.count {
-			t.Errorf("maxCount(%+v, %v) = %v, want %v", c.c, c.reserve, got, c.count)
-		}
 		if got := maxTotal(c.c, c.reserve); got != c.total {
 			t.Errorf("maxTotal(%+v, %v) = %v, want %v", c.c, c.reserve, got, c.total)
 		}

@@ -244,6 +244,10 @@ func (e *Engine) plan(req *Request, res *Result, s *scratch) {
 		if s.inline[i] {
 			p.req.Config = &l.Config
 		}
+		// never: no time grants it, as the limiter computes it (an error is
+		// the limiter's to report when it decides)
+		ok, err := e.lim.Grantable(p.req)
+		never := err == nil && !ok
 		prior := 0.0 // what the parts before take from this bucket
 		if !p.zero {
 			prior = s.taken(p.req)
@@ -253,9 +257,9 @@ func (e *Engine) plan(req *Request, res *Result, s *scratch) {
 			}
 		}
 		switch {
-		case p.zero && maxCount(c, false) < 1:
+		case p.zero && never:
 			p.state = within // a bucket that cannot hold one token holds no debt either
-		case count > maxCount(c, reserve) || prior+count > maxTotal(c, reserve):
+		case never || prior+count > maxTotal(c, reserve):
 			if now.IsZero() {
 				now = e.now()
 			}

@@ -37,6 +37,8 @@ descriptors:
     rate_limit: {algorithm: token_bucket, period: 10s, requests_per_unit: 10}
   - key: tbr
     rate_limit: {algorithm: token_bucket, period: 10s, requests_per_unit: 10, max_reserved: 5}
+  - key: sh6
+    rate_limit: {algorithm: token_bucket, period: 1m, requests_per_unit: 8, max_reserved: 4, shards: 6}
   - key: general
     rate_limit: {unit: hour, requests_per_unit: 5, name: general}
   - key: special
@@ -112,6 +114,13 @@ func TestDecideHitsAboveTheLimit(t *testing.T) {
 	}
 	if got := f.remaining("d", "a=x"); got != 3 {
 		t.Errorf("a holds %v after 2+2, want 3", got)
+	}
+	// Hits the limiter can never grant, as it computes it: two full shards
+	// of 8/6 tokens and 4/6 debt each split 4 into halves just past the
+	// debt, though 2*(8/6+4/6) is 4.
+	res, err := f.try(&Request{Domain: "d", Reserve: true, Descriptors: []Descriptor{desc(4, "sh6=x")}})
+	if err != nil || res.Code != OverLimit || !res.Statuses[0].Never {
+		t.Fatalf("reserve 4 of sh6: %+v, %v; want over, never", res, err)
 	}
 }
 
