@@ -59,7 +59,7 @@ func (l *Limit) Wait(s, at State, ok bool, now int64, count float64, reserve boo
 // such reading, when Try grants the request at now, when it can never be
 // granted, or when the wait saturates.
 func (l *Limit) GrantAt(s State, now int64, count float64, reserve bool) (at int64, ok bool) {
-	if _, granted := l.Try(s, now, count, reserve); granted || !(count <= l.MaxCount(reserve)) {
+	if _, granted := l.Try(s, now, count, reserve); granted || !l.Fits(count, reserve, false) {
 		return 0, false
 	}
 	w := l.Wait(s, l.Project(s, now), false, now, count, reserve)
