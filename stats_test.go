@@ -44,3 +44,25 @@ func TestStatsAndStatusFigures(t *testing.T) {
 		t.Fatalf("wal stats %+v", st)
 	}
 }
+
+// Stats after Close reports the counts as the limiter closed: counters
+// that went back to zero would read as a restart to a metrics system.
+func TestStatsAfterClose(t *testing.T) {
+	clk := newClock()
+	l := open(t, Options{Limits: durableLimits, Now: clk.Now})
+	for range 3 {
+		limit(t, l, Request{Name: "tb", Key: "u", Count: 4})
+	}
+	before := l.Stats()
+	if before.Grants != 2 || before.Denials != 1 || before.LiveBuckets != 1 {
+		t.Fatalf("stats before Close %+v, want 2 grants, 1 denial, 1 bucket", before)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := l.Stats()
+	before.SnapshotAge, after.SnapshotAge = 0, 0 // read from the real clock
+	if after != before {
+		t.Errorf("stats after Close %+v, want %+v", after, before)
+	}
+}

@@ -9,13 +9,31 @@ type Counts struct {
 	Live    int // buckets held in memory
 }
 
-// Counts sums the partitions' and coordinators' counters.
+// Counts sums the partitions' and coordinators' counters. Once the
+// group is stopping, it waits for Stop and returns the counts as the
+// partitions stopped, so they never go down.
 func (g *Group) Counts() Counts {
+	stopping := false
+	n := g.sum(func(i int, fn func(*Partition)) {
+		stopping = !g.Run(i, fn) || stopping
+	})
+	if !stopping {
+		return n
+	}
+	<-g.stopped
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.final
+}
+
+// sum adds the coordinators' counters and each partition's, which visit
+// runs on the partition.
+func (g *Group) sum(visit func(i int, fn func(*Partition))) Counts {
 	g.mu.Lock()
 	n := g.counts
 	g.mu.Unlock()
 	for i := range g.parts {
-		g.Run(i, func(p *Partition) {
+		visit(i, func(p *Partition) {
 			n.Grants += p.counts.Grants
 			n.Denials += p.counts.Denials + p.denials.denied()
 			n.Reservations += p.counts.Reservations

@@ -19,11 +19,15 @@ type Group struct {
 
 	mu     sync.Mutex
 	counts Counts // decisions made by coordinators (two-phase calls)
+
+	stopOnce sync.Once
+	stopped  chan struct{} // closed once Stop has stopped every partition
+	final    Counts        // Counts as the partitions stopped
 }
 
 // NewGroup makes n partitions sharing log and clock (Unix nanoseconds).
 func NewGroup(n int, log Log, clock func() int64) *Group {
-	g := &Group{parts: make([]*Partition, n), clock: clock}
+	g := &Group{parts: make([]*Partition, n), clock: clock, stopped: make(chan struct{})}
 	for i := range g.parts {
 		g.parts[i] = newPartition(log, clock)
 		g.parts[i].group = g
@@ -66,6 +70,14 @@ func (g *Group) Stop() {
 	for i := len(g.parts) - 1; i >= 0; i-- {
 		g.parts[i].stop()
 	}
+	g.stopOnce.Do(func() {
+		// Their goroutines have exited: their counters are read directly.
+		n := g.sum(func(i int, fn func(*Partition)) { fn(g.parts[i]) })
+		g.mu.Lock()
+		g.final = n
+		g.mu.Unlock()
+		close(g.stopped)
+	})
 }
 
 // Partitions is the number of partitions.
