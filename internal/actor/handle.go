@@ -244,18 +244,20 @@ func (p *Partition) commit(m msg) {
 }
 
 // store writes it.State into the map (dropping it if full, since a full
-// bucket equals an absent one) and records it for the log.
+// bucket equals an absent one) and records it for the log. A bucket
+// decided under limits replaced since is kept under the new one, and
+// judged full by it (nil, a removed limit: kept as it is).
 func (p *Partition) store(it *Item) {
 	rec := wal.Record{Name: it.ID.Name, Key: it.ID.Key, Shard: it.ID.Shard}
-	if it.Lim.Full(it.State, p.now) {
+	lim := it.Lim
+	if it.Gen < p.limGen {
+		lim = p.relimit(it.ID)
+	}
+	if lim != nil && lim.Full(it.State, p.now) {
 		p.buckets.del(it.Hash, it.ID)
 		p.dropped = max(p.dropped, p.now, it.State.TS) // see loadItem
 		rec.Delete = true
 	} else {
-		lim := it.Lim
-		if it.Gen < p.limGen { // decided under limits replaced since
-			lim = p.relimit(it.ID)
-		}
 		if e := it.ref; e != nil && it.refMoves == p.buckets.moves && e.id == it.ID {
 			e.s, e.lim = it.State, lim // where loadItem found it: no second lookup
 		} else {
