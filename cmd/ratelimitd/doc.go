@@ -104,12 +104,13 @@
 //
 // # Operations
 //
-// SIGHUP, POST /v1/reload, and a change to the configuration's files
-// (checked every -watch-interval) reload the configuration. Buckets keep
-// their state: a bucket holds tokens, and is read under its rule's new
-// limit, capped at the new capacity (raising a fixed window's limit adds
-// tokens from its next window on). A reload also reads the TLS files
-// again. A configuration (or TLS files) that fails to load is refused,
+// SIGHUP, POST /v1/reload, and a change to the configuration's files or
+// the TLS files (checked every -watch-interval) reload the configuration.
+// Buckets keep their state: a bucket holds tokens, and is read under its
+// rule's new limit, capped at the new capacity (raising a fixed window's
+// limit adds tokens from its next window on; changing shards spreads a key
+// over buckets it did not use yet, which start full). A reload also reads
+// the TLS files again. A configuration (or TLS files) that fails to load is refused,
 // logged and counted (ratelimitd_config_reloads_total{result="failure"}),
 // and the previous one keeps serving.
 //

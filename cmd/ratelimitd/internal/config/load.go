@@ -39,6 +39,16 @@ func Load(path string, opts *Options) (*Config, error) {
 	return Parse(files, opts)
 }
 
+// Files lists the files Load reads for path, in its order, with the
+// errors (ErrRead) it would meet listing them: what a watcher of the
+// configuration must look at, and nothing else (a pipe or a device beside
+// the files is never opened).
+func Files(path string) ([]string, error) {
+	var errs errorList
+	names := listFiles(path, &errs)
+	return names, errs.err()
+}
+
 // listFiles returns the files Load reads for path.
 func listFiles(path string, errs *errorList) []string {
 	info, err := os.Stat(path)

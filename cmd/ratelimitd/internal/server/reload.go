@@ -52,7 +52,17 @@ func (r *reloader) initial(fp fingerprint) {
 func (r *reloader) reload(reason string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.reloadLocked(reason, fingerprintOf(r.path))
+	return r.reloadLocked(reason, r.fingerprint())
+}
+
+// fingerprint is that of the configuration and the TLS files: a reload
+// that failed is tried again when either changes.
+func (r *reloader) fingerprint() fingerprint {
+	var files TLSFiles
+	if r.tls != nil {
+		files = r.tls.files
+	}
+	return fingerprintOf(r.path, files)
 }
 
 func (r *reloader) reloadLocked(reason string, fp fingerprint) error {
@@ -82,9 +92,10 @@ func (r *reloader) reloadLocked(reason string, fp fingerprint) error {
 	return nil
 }
 
-// poll reloads if the files changed since they were last loaded.
+// poll reloads if the files (TLS files included) changed since they were
+// last loaded.
 func (r *reloader) poll() {
-	fp := fingerprintOf(r.path)
+	fp := r.fingerprint()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if fp != r.last {

@@ -33,3 +33,36 @@ func TestReloader(t *testing.T) {
 		t.Errorf("reload of a good file: %v %+v", err, r.stats())
 	}
 }
+
+// The watcher reloads when the TLS files change, not only the rules: a
+// rotation alone is served, and a rules change refused because the key
+// was half written is loaded once the key is whole again.
+func TestReloadWatchesTLSFiles(t *testing.T) {
+	dir := t.TempDir()
+	f := selfSigned(t, dir, "one")
+	c, err := newCertificates(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, path := newTestServer(t, testRules)
+	r := s.reload
+	r.tls = c
+	r.initial(r.fingerprint())
+	selfSigned(t, dir, "two")
+	r.poll()
+	if st := r.stats(); st.good != 1 {
+		t.Fatalf("after a certificate rotation alone: %+v, want one reload", st)
+	}
+	key := readFile(t, f.KeyFile)
+	writeFile(t, f.KeyFile, "half written")
+	writeFile(t, path, strings.Replace(testRules, "requests_per_unit: 3", "requests_per_unit: 7", 1))
+	r.poll()
+	if st := r.stats(); st.bad != 1 || s.eng.Config().Limits()[0].RequestsPerUnit != 3 {
+		t.Fatalf("rules changed with a bad key: %+v, want a refused reload", st)
+	}
+	writeFile(t, f.KeyFile, key)
+	r.poll()
+	if st := r.stats(); st.good != 2 || s.eng.Config().Limits()[0].RequestsPerUnit != 7 {
+		t.Fatalf("key whole again: %+v, rules %v; want the new rules loaded", st, s.eng.Config().Limits()[0].RequestsPerUnit)
+	}
+}

@@ -49,7 +49,7 @@ func New(o Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	fp := fingerprintOf(opts.ConfigPath)
+	fp := fingerprintOf(opts.ConfigPath, opts.TLS)
 	copts := &config.Options{MergeDomains: opts.MergeDomains}
 	cfg, err := config.Load(opts.ConfigPath, copts)
 	if err != nil {

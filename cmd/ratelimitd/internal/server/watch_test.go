@@ -13,8 +13,8 @@ func TestFingerprint(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.yaml")
 	writeFile(t, a, "domain: a\n")
-	fp := fingerprintOf(dir)
-	if fingerprintOf(dir) != fp {
+	fp := fingerprintOf(dir, TLSFiles{})
+	if fingerprintOf(dir, TLSFiles{}) != fp {
 		t.Fatal("fingerprint of unchanged files changed")
 	}
 	steps := []struct {
@@ -39,13 +39,13 @@ func TestFingerprint(t *testing.T) {
 	}
 	for _, s := range steps {
 		s.change()
-		next := fingerprintOf(dir)
+		next := fingerprintOf(dir, TLSFiles{})
 		if (next == fp) != s.same {
 			t.Errorf("%s: fingerprint unchanged %v, want %v", s.name, next == fp, s.same)
 		}
 		fp = next
 	}
-	if fingerprintOf(filepath.Join(dir, "absent")) == fingerprintOf(filepath.Join(dir, "absent2")) {
+	if fingerprintOf(filepath.Join(dir, "absent"), TLSFiles{}) == fingerprintOf(filepath.Join(dir, "absent2"), TLSFiles{}) {
 		t.Error("two missing paths share a fingerprint")
 	}
 }
