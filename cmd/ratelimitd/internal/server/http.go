@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -82,7 +83,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 // of many tiny descriptors is refused before decoding, which would take
 // many times its size in memory.
 func (s *Server) boundedJSON(w http.ResponseWriter, body []byte) bool {
-	n := 1 + s.limits.MaxDescriptors*(s.limits.MaxEntries+2)
+	n := math.MaxInt // limits so large the product overflows bound nothing
+	if e := s.limits.MaxEntries + 2; e > 0 && s.limits.MaxDescriptors <= (math.MaxInt-1)/e {
+		n = 1 + s.limits.MaxDescriptors*e
+	}
 	inStr, esc := false, false
 	for _, c := range body {
 		switch {
@@ -123,7 +127,7 @@ func decodeJSON(w http.ResponseWriter, body []byte, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
-	if err == nil && dec.More() {
+	if err == nil && len(bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n")) > 0 {
 		err = errors.New("data after the JSON value")
 	}
 	if err != nil {
@@ -181,12 +185,20 @@ func exactKeys(body []byte) error {
 	}
 }
 
-// writeJSON writes v as JSON with status code.
+// writeJSON writes v as JSON with status code; a v that JSON cannot
+// carry (a NaN in a rule's metadata, say) is a 500 saying why, not a
+// status with no body.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(struct {
+			Error string `json:"error"`
+		}{"the answer cannot be written as JSON: " + err.Error()})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.Encode(v)
+	w.Write(append(b, '\n'))
 }
 
 // writeError writes {"error": err} with status code.
