@@ -94,7 +94,9 @@ func (r *RedisStorage) tlsConfig() (*tls.Config, error) {
 }
 
 // client builds the go-redis client: a Client for one server, a
-// ClusterClient for cluster seeds. It does not connect.
+// ClusterClient for cluster seeds. It does not connect. A call ends when
+// its context does (go-redis otherwise waits out its own read timeout),
+// so a health probe of a server that does not answer takes probeTimeout.
 func (r *RedisStorage) client() (redis.UniversalClient, error) {
 	tc, err := r.tlsConfig()
 	if err != nil {
@@ -102,9 +104,9 @@ func (r *RedisStorage) client() (redis.UniversalClient, error) {
 	}
 	if r.isCluster() {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: r.Addrs, Username: r.Username, Password: r.Password,
-			TLSConfig: tc}), nil
+			TLSConfig: tc, ContextTimeoutEnabled: true}), nil
 	}
-	o := &redis.Options{Addr: r.Addrs[0], Username: r.Username, Password: r.Password, TLSConfig: tc}
+	o := &redis.Options{Addr: r.Addrs[0], Username: r.Username, Password: r.Password, TLSConfig: tc, ContextTimeoutEnabled: true}
 	if isUnixSocket(o.Addr) {
 		o.Network = "unix"
 	}

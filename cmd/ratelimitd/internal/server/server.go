@@ -190,7 +190,7 @@ loop:
 		case <-poll:
 			s.reload.poll()
 		case <-healthTick.C:
-			s.health.update()
+			s.health.refresh() // in the background: a probe must not hold up signals
 		case serveErr = <-errc:
 			s.log.Error("a listener failed; shutting down", slog.Any("err", serveErr))
 			break loop
