@@ -123,7 +123,7 @@ func (s *Server) newGRPCServer() *grpc.Server {
 	}
 	gs := grpc.NewServer(opts...)
 	gs.RegisterService(&rlsServiceDesc, s)
-	healthpb.RegisterHealthServer(gs, s.health.grpc)
+	healthpb.RegisterHealthServer(gs, s.health.service())
 	reflection.Register(gs)
 	return gs
 }

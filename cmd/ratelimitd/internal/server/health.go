@@ -30,13 +30,52 @@ type healthState struct {
 	probing  atomic.Bool // a refresh is under way
 	mu       sync.Mutex
 	last     int // 0 unknown, 1 serving, 2 not serving
+
+	stopWatches     chan struct{} // closed by endWatches
+	stopWatchesOnce sync.Once
 }
 
 func newHealth(eng *engine.Engine, probe func(context.Context) error, log *slog.Logger) *healthState {
-	h := &healthState{eng: eng, probe: probe, log: log, grpc: health.NewServer()}
+	h := &healthState{eng: eng, probe: probe, log: log, grpc: health.NewServer(), stopWatches: make(chan struct{})}
 	h.update()
 	return h
 }
+
+// service is the gRPC health service: h.grpc, whose Watch streams end at
+// endWatches. A Watch stream lasts as long as its client wants, and a
+// graceful stop waits for every stream, so without an end a single
+// watcher held every shutdown for the whole drain timeout.
+func (h *healthState) service() healthpb.HealthServer { return endingWatches{h.grpc, h.stopWatches} }
+
+// endWatches ends the Watch streams (with codes.Canceled), before the
+// gRPC server stops gracefully.
+func (h *healthState) endWatches() { h.stopWatchesOnce.Do(func() { close(h.stopWatches) }) }
+
+type endingWatches struct {
+	*health.Server
+	stop <-chan struct{}
+}
+
+func (e endingWatches) Watch(in *healthpb.HealthCheckRequest, stream healthpb.Health_WatchServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-e.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return e.Server.Watch(in, watchStream{stream, ctx})
+}
+
+// watchStream is a Watch stream whose context ends at endWatches too.
+type watchStream struct {
+	healthpb.Health_WatchServer
+	ctx context.Context
+}
+
+func (w watchStream) Context() context.Context { return w.ctx }
 
 // ok reports whether the server is healthy (probing the storage, if it
 // has a probe), and publishes it to gRPC health if it changed.

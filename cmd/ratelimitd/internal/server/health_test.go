@@ -4,8 +4,13 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 )
 
 // Health follows draining and the limiter, on gRPC under every name.
@@ -58,5 +63,39 @@ func TestHealthProbeAcrossDrain(t *testing.T) {
 	}
 	if r.Status != healthpb.HealthCheckResponse_NOT_SERVING || probes != 1 {
 		t.Errorf("after a probe that began before drain: %v, %d probes; want NOT_SERVING, 1", r.Status, probes)
+	}
+}
+
+// A client watching health does not hold up a graceful stop: its stream
+// ends (Canceled) when the watches are ended, as shutdown does first.
+func TestWatchEndsAtShutdown(t *testing.T) {
+	s, _ := newTestServer(t, testRules)
+	go s.grpc.Serve(s.grpcLn)
+	conn, err := grpc.NewClient(s.grpcLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	w, err := healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := w.Recv(); err != nil || r.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("first watch answer: %v %v", r, err)
+	}
+	s.health.drain()
+	if r, err := w.Recv(); err != nil || r.Status != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("watch answer at drain: %v %v", r, err)
+	}
+	s.health.endWatches()
+	stopped := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("GracefulStop still waits for the watch after a minute")
+	}
+	if _, err := w.Recv(); status.Code(err) != codes.Canceled {
+		t.Errorf("watch after the stop: %v, want Canceled", err)
 	}
 }

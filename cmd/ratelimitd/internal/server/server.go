@@ -226,6 +226,7 @@ func (s *Server) shutdown(sigs <-chan os.Signal, serveErr error) error {
 	if s.grpc != nil {
 		wg.Go(func() {
 			done := make(chan struct{})
+			s.health.endWatches() // they never end by themselves
 			go func() { s.grpc.GracefulStop(); close(done) }()
 			select {
 			case <-done:
