@@ -117,16 +117,51 @@ func serve(args []string, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	s, err := server.New(o)
-	if err != nil {
-		logger.Error("cannot start", slog.Any("err", err))
-		return 1
+	s, code := openServer(o, sigs, logger)
+	if s == nil {
+		return code
 	}
 	if err := s.Run(sigs); err != nil {
 		logger.Error("stopped with an error", slog.Any("err", err))
 		return 1
 	}
 	return 0
+}
+
+// openServer opens the server, which may take a while (a Redis that does not
+// answer is waited for): SIGTERM or SIGINT meanwhile ends the process at
+// once (exit code 1), and a SIGHUP is passed on to Run.
+func openServer(o server.Options, sigs chan os.Signal, logger *slog.Logger) (*server.Server, int) {
+	type opened struct {
+		s   *server.Server
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		s, err := server.New(o)
+		done <- opened{s, err}
+	}()
+	hup := false
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				logger.Error("cannot start", slog.Any("err", r.err))
+				return nil, 1
+			}
+			if hup {
+				sigs <- syscall.SIGHUP
+			}
+			return r.s, 0
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				hup = true
+				continue
+			}
+			logger.Error("interrupted while starting", slog.String("signal", sig.String()))
+			return nil, 1
+		}
+	}
 }
 
 // newLogger builds the server's logger.

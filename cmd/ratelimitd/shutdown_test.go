@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"net"
 	"net/http"
+	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -66,4 +70,46 @@ func loadTarget() int64 {
 		return 1000
 	}
 	return 10000
+}
+
+// SIGTERM while the server is still starting (here: waiting for a Redis
+// that accepts and never answers) ends it then, not once start gives up.
+func TestSIGTERMWhileStarting(t *testing.T) {
+	t.Parallel()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	cfg := writeConfig(t, t.TempDir(), "rules.yaml", "domain: d\n")
+	cmd := exec.Command(binPath, "serve", "-log-format", "json", "-config", cfg, "-redis", silent.Addr().String(),
+		"-grpc-addr", "127.0.0.1:0", "-http-addr", "127.0.0.1:0")
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	<-accepted // starting: waiting for Redis
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(logs.String(), "interrupted while starting") {
+		t.Errorf("exit code %d, want 1 after %q:\n%s", code, "interrupted while starting", logs.String())
+	}
 }
