@@ -5,23 +5,21 @@ import (
 )
 
 // batcher queues parts per tag and sends them as function calls: one
-// program per tag and round, holding the parts queued on that tag since
-// the previous round took its parts. A round sends the programs of every
-// tag with parts waiting, pipelined in one exchange (on a single server,
-// where a call's keys need not share a slot, the tags share programs: one
-// function call decides for all of them); up to maxRounds rounds are in
-// flight at once, and a tag may have a program in each: the server
-// decides programs sent on different connections in either order, as it
-// would concurrent calls. A caller that finds fewer rounds in flight runs
-// one itself; sender goroutines run the rounds of work left waiting when
-// a round ends.
+// program per tag and round, holding every part queued on that tag since
+// its previous program was sent (a tag has at most one program in
+// flight, so those programs decide in order). A round sends the programs
+// of every tag with parts waiting, pipelined in one exchange (on a single
+// server, where a call's keys need not share a slot, the tags share
+// programs: one function call decides for all of them); up to
+// maxRounds rounds are in flight at once. A caller that finds fewer in
+// flight runs one itself; sender goroutines run the rounds of work left
+// waiting when a round ends.
 type batcher struct {
 	s         *redisStore
 	mu        sync.Mutex
 	wake      sync.Cond
 	q         [Slots]tagQueue
-	ready     []int32 // tags with parts waiting
-	left      []int32 // take's spare: tags with parts beyond a round
+	ready     []int32 // tags with parts waiting and no program in flight
 	rounds    int     // rounds in flight
 	maxRounds int
 	idle      int  // senders waiting for work
@@ -33,11 +31,13 @@ type batcher struct {
 
 type tagQueue struct {
 	parts  []*part
+	busy   bool // a program of this tag is in flight
 	listed bool // in ready
 }
 
 // round is the programs of one exchange with the server.
 type round struct {
+	tags  []int32 // the tags it holds busy
 	progs []*program
 	drop  []*part // parts of abandoned jobs, finished without being sent
 }
@@ -91,7 +91,7 @@ func (b *batcher) enqueue(parts []part) {
 		pt := &parts[i]
 		q := &b.q[pt.tag]
 		q.parts = append(q.parts, pt)
-		if !q.listed {
+		if !q.busy && !q.listed {
 			q.listed = true
 			b.ready = append(b.ready, pt.tag)
 		}
@@ -137,14 +137,13 @@ func (b *batcher) sender() {
 
 // take forms a round from the ready tags; b.mu is held. Each tag's parts
 // (up to maxProgramItems items) form a section; with merge, sections share
-// programs (up to maxMergedItems items each), else each has its own. A
-// tag with parts beyond its section stays ready.
+// programs (up to maxMergedItems items each), else each has its own.
 func (b *batcher) take() *round {
 	r := roundPool.Get().(*round)
 	var p *program
-	left := b.left[:0]
 	for _, tag := range b.ready {
 		q := &b.q[tag]
+		q.listed = false
 		n, k := 0, 0
 		start := len(b.scratch)
 		for ; k < len(q.parts); k++ {
@@ -163,11 +162,6 @@ func (b *batcher) take() *round {
 		rest := copy(q.parts, q.parts[k:])
 		clear(q.parts[rest:])
 		q.parts = q.parts[:rest]
-		if rest > 0 {
-			left = append(left, tag)
-		} else {
-			q.listed = false
-		}
 		if len(b.scratch) == start {
 			continue
 		}
@@ -176,15 +170,17 @@ func (b *batcher) take() *round {
 			r.progs = append(r.progs, p)
 		}
 		p.addSection(tag, b.scratch[start:], n)
+		q.busy = true
+		r.tags = append(r.tags, tag)
 	}
 	clear(b.scratch)
 	b.scratch = b.scratch[:0]
-	b.ready, b.left = left, b.ready[:0]
+	b.ready = b.ready[:0]
 	b.rounds++
 	return r
 }
 
-// run sends r; b.mu is not held.
+// run sends r, then marks its tags free; b.mu is not held.
 func (b *batcher) run(r *round) {
 	for _, pt := range r.drop {
 		pt.j.partDone()
@@ -193,6 +189,14 @@ func (b *batcher) run(r *round) {
 		b.s.exchange(r)
 	}
 	b.mu.Lock()
+	for _, tag := range r.tags {
+		q := &b.q[tag]
+		q.busy = false
+		if len(q.parts) > 0 && !q.listed {
+			q.listed = true
+			b.ready = append(b.ready, tag)
+		}
+	}
 	b.rounds--
 	if len(b.ready) > 0 && b.idle > 0 {
 		b.wake.Signal() // work left waiting for the next round
@@ -203,7 +207,7 @@ func (b *batcher) run(r *round) {
 	}
 	clear(r.progs)
 	clear(r.drop)
-	r.progs, r.drop = r.progs[:0], r.drop[:0]
+	r.tags, r.progs, r.drop = r.tags[:0], r.progs[:0], r.drop[:0]
 	roundPool.Put(r)
 }
 

@@ -85,16 +85,14 @@
 //
 // # Batching
 //
-// Requests queue per tag. A round takes every tag's queued requests as
-// that tag's batch, decided in order, atomically, each seeing the grants
-// before it, and sends the batches: on a cluster one function call per
+// Requests queue per tag. A tag has at most one batch in flight: the
+// requests queued meanwhile form its next batch, decided in order,
+// atomically, each seeing the grants before it. A round sends the batches
+// of every tag with requests waiting: on a cluster one function call per
 // tag (its keys share a slot), pipelined in one exchange that go-redis
 // splits by master; on a single server one function call for all of them.
-// Two rounds may be in flight at once, and a tag may have a batch in each:
-// the server decides the two in either order, as it would two concurrent
-// calls (a call made after another returned is decided after it, unless
-// that one returned early, its context done). A caller that finds fewer rounds in flight
-// runs one itself, so an idle store adds no goroutine switch.
+// Two rounds may be in flight at once; a caller that finds fewer runs one
+// itself, so an idle store adds no goroutine switch.
 //
 // # Calls across slots
 //
