@@ -26,6 +26,12 @@ func TestAdmin(t *testing.T) {
 			t.Errorf("credit %s: %d, want 400", bad, code)
 		}
 	}
+	if code, _ := post(t, p.adminAddr, "/v1/reset", bucket+`,"count":5}`); code != http.StatusBadRequest {
+		t.Errorf("reset with a count (a credit's field): %d, want 400", code)
+	}
+	if got := p.remaining("b", "adm"); got != 50 {
+		t.Errorf("after a refused reset: %d, want 50", got)
+	}
 	if code, out := post(t, p.adminAddr, "/v1/reset", bucket+`}`); code != http.StatusOK {
 		t.Fatalf("reset: %d %s", code, out)
 	}

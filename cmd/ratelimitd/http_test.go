@@ -131,6 +131,7 @@ func TestNativeAPI(t *testing.T) {
 		{"/v1/limit", `{"domain":"e2e","descriptors":[{"entries":[{"key":"a","value":"n"}],"hits":-1}]}`, http.StatusBadRequest},
 		{"/v1/limit", `{"domain":"e2e","descriptors":[{"entries":[{"key":"a","value":"n"}]}],"extra":1}`, http.StatusBadRequest},
 		{"/v1/credit", `{"domain":"e2e","entries":[{"key":"a","value":"n"}],"count":1}`, http.StatusNotFound},
+		{"/v1/value", `{"domain":"e2e","entries":[{"key":"a","value":"n"}],"count":1}`, http.StatusBadRequest}, // a credit's field
 	} {
 		if code, out := post(t, p.httpAddr, c.path, c.body); code != c.want {
 			t.Errorf("%s %s: %d %s, want %d", c.path, c.body, code, out, c.want)

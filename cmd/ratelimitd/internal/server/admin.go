@@ -51,7 +51,7 @@ func noBrowsers(h http.Handler) http.Handler {
 
 // handleCredit gives count tokens back to a descriptor's bucket.
 func (s *Server) handleCredit(w http.ResponseWriter, r *http.Request) {
-	in, ok := s.readBucketRequest(w, r)
+	in, ok := s.readBucketRequest(w, r, true)
 	if !ok {
 		return
 	}
@@ -67,7 +67,7 @@ func (s *Server) handleCredit(w http.ResponseWriter, r *http.Request) {
 
 // handleReset makes a descriptor's bucket full again.
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
-	in, ok := s.readBucketRequest(w, r)
+	in, ok := s.readBucketRequest(w, r, false)
 	if !ok {
 		return
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -150,7 +151,7 @@ func nativeStatusOf(st *engine.Status) nativeStatus {
 // handleValue answers /v1/value: a descriptor's bucket, projected to
 // now, and its limit.
 func (s *Server) handleValue(w http.ResponseWriter, r *http.Request) {
-	in, ok := s.readBucketRequest(w, r)
+	in, ok := s.readBucketRequest(w, r, false)
 	if !ok {
 		s.requests.add(apiValue, resultInvalid)
 		return
@@ -174,10 +175,17 @@ func (s *Server) handleValue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) readBucketRequest(w http.ResponseWriter, r *http.Request) (nativeBucketRequest, bool) {
+func (s *Server) readBucketRequest(w http.ResponseWriter, r *http.Request, count bool) (nativeBucketRequest, bool) {
 	var in nativeBucketRequest
 	body, ok := s.readBody(w, r)
-	return in, ok && decodeJSON(w, body, &in)
+	if !ok || !decodeJSON(w, body, &in) {
+		return in, false
+	}
+	if !count && in.Count != 0 {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("%w: count is for /v1/credit only", engine.ErrInvalidRequest))
+		return in, false
+	}
+	return in, true
 }
 
 func bucketOf(b engine.Bucket) nativeBucket {
