@@ -50,7 +50,7 @@ func (l *Limiter) Grantable(r Request) (bool, error) {
 	if !finite(n) || n < 0 {
 		return false, fmt.Errorf("%w: %v", ErrInvalidCount, n)
 	}
-	return d.perShard.Fits(n, r.Reserve, d.shards > 1), nil
+	return n <= d.mostCount(r.Reserve), nil
 }
 
 // decideOne decides r as op (a take or a check) and fills st, which is

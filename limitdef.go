@@ -22,6 +22,10 @@ type limitDef struct {
 	hashedPhase bool
 	inline      bool   // from a Request.Config, not Options.Limits
 	gen         uint64 // the SetLimits that made it (0: Open); inline ones are never replaced
+	// most is the largest count full buckets grant (two full shards of a
+	// sharded limit), without and with a reservation: bucket.Limit.Fits's
+	// bound, computed once.
+	most [2]float64
 }
 
 // newLimitDefs validates every named limit.
@@ -66,6 +70,7 @@ func newLimitDef(name string, c Config) (*limitDef, error) {
 	if c.MaxReserved > 0 && d.perShard.MaxReserved == 0 { // 0 would mean unlimited
 		return nil, fmt.Errorf("%w: limit %q: maxReserved per shard must be > 0 when set", ErrInvalidConfig, name)
 	}
+	d.most = [2]float64{d.perShard.MostFitting(false, d.shards > 1), d.perShard.MostFitting(true, d.shards > 1)}
 	return d, nil
 }
 
@@ -85,14 +90,18 @@ func (d *limitDef) count(n float64, reserve bool) (float64, error) {
 	if !finite(n) || n < 0 {
 		return 0, fmt.Errorf("%w: %v", ErrInvalidCount, n)
 	}
-	if !d.perShard.Fits(n, reserve, d.shards > 1) {
-		most := d.perShard.MaxCount(reserve)
-		if d.shards > 1 {
-			most *= 2
-		}
-		return 0, fmt.Errorf("%w: %v exceeds the most limit %q can grant at once (about %v)", ErrInvalidCount, n, d.name, most)
+	if most := d.mostCount(reserve); n > most {
+		return 0, fmt.Errorf("%w: %v exceeds the most limit %q can grant at once (%v)", ErrInvalidCount, n, d.name, most)
 	}
 	return n, nil
+}
+
+// mostCount is the largest count full buckets grant.
+func (d *limitDef) mostCount(reserve bool) float64 {
+	if reserve {
+		return d.most[1]
+	}
+	return d.most[0]
 }
 
 // checkKey rejects keys the log could not record, before anything is

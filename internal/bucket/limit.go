@@ -48,6 +48,29 @@ func (l *Limit) MaxCount(reserve bool) float64 {
 	return l.Capacity + l.debtAllowed(reserve)
 }
 
+// MostFitting is the largest count Fits accepts (+Inf when every finite
+// count fits): a bound to compare counts with that agrees with Fits
+// exactly, since Fits only turns false as the count grows.
+func (l *Limit) MostFitting(reserve, two bool) float64 {
+	if l.Fits(math.MaxFloat64, reserve, two) {
+		return math.Inf(1)
+	}
+	// Positive doubles order as their bits do: search the bits.
+	lo, hi := uint64(0), math.Float64bits(math.MaxFloat64) // Fits(lo), !Fits(hi)
+	if !l.Fits(0, reserve, two) {
+		return math.Inf(-1)
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if l.Fits(math.Float64frombits(mid), reserve, two) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return math.Float64frombits(lo)
+}
+
 // Fits reports whether a request for count tokens is ever granted: by a
 // full bucket (Try), or with two, by two full shards (TakeTwo), the most a
 // bucket ever holds. It decides with the same arithmetic, so it agrees

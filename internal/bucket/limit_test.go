@@ -82,3 +82,37 @@ func TestCenturiesApart(t *testing.T) {
 		t.Errorf("window start %d after now %d", start, y1700)
 	}
 }
+
+// MostFitting is exactly Fits's bound: it fits, the next double up does
+// not, including where capacity + MaxReserved rounds above it.
+func TestMostFitting(t *testing.T) {
+	cases := []struct {
+		l       Limit
+		reserve bool
+		two     bool
+		want    float64 // 0: only check the bound's exactness
+	}{
+		{Limit{Kind: TokenBucket, Rate: 10, Period: M, Capacity: 10}, false, false, 10},
+		{Limit{Kind: TokenBucket, Rate: 10, Period: M, Capacity: 10, MaxReserved: 5}, true, false, 15},
+		{Limit{Kind: TokenBucket, Rate: 10, Period: M, Capacity: 10, MaxReserved: 5}, false, false, 10},
+		{Limit{Kind: FixedWindow, Rate: 10, Period: M, Capacity: 10}, false, true, 20},
+		{Limit{Kind: TokenBucket, Rate: 1, Period: H, Capacity: 1, MaxReserved: 0.1}, true, false, 0}, // 1.1 rounds above it
+		{Limit{Kind: TokenBucket, Rate: 8.0 / 6, Period: M, Capacity: 8.0 / 6, MaxReserved: 4.0 / 6}, true, true, 0},
+		{Limit{Kind: TokenBucket, Rate: 10, Period: M, Capacity: 10}, true, false, math.Inf(1)}, // unlimited debt
+	}
+	for i, c := range cases {
+		got := c.l.MostFitting(c.reserve, c.two)
+		if c.want != 0 && got != c.want {
+			t.Errorf("case %d: MostFitting = %v, want %v", i, got, c.want)
+		}
+		if math.IsInf(got, 1) {
+			continue
+		}
+		if !c.l.Fits(got, c.reserve, c.two) || c.l.Fits(math.Nextafter(got, math.Inf(1)), c.reserve, c.two) {
+			t.Errorf("case %d: %v is not Fits's bound", i, got)
+		}
+	}
+	if l := (Limit{Kind: TokenBucket, Rate: 1, Period: H, Capacity: 1, MaxReserved: 0.1}); l.MostFitting(true, false) >= 1.1 {
+		t.Error("1.1 fits a bucket of capacity 1 and debt 0.1, which Try refuses")
+	}
+}
