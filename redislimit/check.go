@@ -10,15 +10,20 @@ import (
 	"github.com/seed7fbd42b6/ratelimit"
 )
 
-// eachMaster runs fn on every master the client writes to.
+// eachMaster runs fn on every master the client writes to. A cluster
+// whose masters cannot be listed (no seed answers) is ErrUnavailable.
 func eachMaster(ctx context.Context, client redis.UniversalClient, fn func(context.Context, *redis.Client) error) error {
 	switch c := client.(type) {
 	case *redis.ClusterClient:
-		return c.ForEachMaster(ctx, fn)
-	case *redis.Ring:
-		return c.ForEachShard(ctx, fn)
+		err := c.ForEachMaster(ctx, fn)
+		if err != nil && !errors.Is(err, ratelimit.ErrUnavailable) && !errors.Is(err, ErrServerConfig) && isUnavailable(err) {
+			err = fmt.Errorf("%w: %v", ratelimit.ErrUnavailable, err)
+		}
+		return err
 	case *redis.Client:
 		return fn(ctx, c)
+	case *redis.Ring:
+		return fmt.Errorf("%w: a *redis.Ring sends a shard's keys to another while the shard is down, where they read as full: use a *redis.Client or a *redis.ClusterClient", ratelimit.ErrInvalidOptions)
 	}
 	return fmt.Errorf("%w: client type %T not supported", ratelimit.ErrInvalidOptions, client)
 }
@@ -49,6 +54,11 @@ func checkServers(ctx context.Context, client redis.UniversalClient, cfg *config
 				return err
 			} else if v != "always" {
 				return fmt.Errorf("%w: %s: appendfsync is %q: the server acknowledges grants before they are on disk, and a crash forgets them (set appendfsync always, or pass redislimit.AllowNotDurable())", ErrServerConfig, addr, v)
+			}
+			if v, err := get("no-appendfsync-on-rewrite"); err != nil {
+				return err
+			} else if v != "no" {
+				return fmt.Errorf("%w: %s: no-appendfsync-on-rewrite is %q: while the server saves or rewrites its files it acknowledges grants before they are on disk (set no-appendfsync-on-rewrite no, or pass redislimit.AllowNotDurable())", ErrServerConfig, addr, v)
 			}
 		}
 		if !cfg.allowEviction {

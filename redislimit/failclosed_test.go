@@ -83,6 +83,7 @@ func TestOpenChecksPersistence(t *testing.T) {
 	}{
 		{[]string{"--appendfsync", "everysec"}, "AllowNotDurable", AllowNotDurable()},
 		{[]string{"--appendonly", "no"}, "AllowNotDurable", AllowNotDurable()},
+		{[]string{"--no-appendfsync-on-rewrite", "yes"}, "AllowNotDurable", AllowNotDurable()},
 		{[]string{"--maxmemory-policy", "allkeys-lru"}, "AllowEviction", AllowEviction()},
 		{[]string{"--rename-command", "CONFIG", ""}, "SkipConfigCheck", SkipConfigCheck()},
 	}
@@ -123,6 +124,20 @@ func TestOpenUnreachable(t *testing.T) {
 	}
 	if _, err := Open(nil, ratelimit.Options{}); !errors.Is(err, ratelimit.ErrInvalidOptions) {
 		t.Fatal(err)
+	}
+	// A cluster none of whose seeds answers, with or without the check.
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, DialTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	defer cluster.Close()
+	for _, o := range [][]Option{nil, {SkipConfigCheck()}} {
+		if _, err := Open(cluster, ratelimit.Options{}, o...); !errors.Is(err, ratelimit.ErrUnavailable) {
+			t.Errorf("cluster, options %d: %v, want ErrUnavailable", len(o), err)
+		}
+	}
+	// A Ring moves a down shard's keys to another: refused.
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	if _, err := Open(ring, ratelimit.Options{}, SkipConfigCheck()); !errors.Is(err, ratelimit.ErrInvalidOptions) {
+		t.Errorf("Ring: %v, want ErrInvalidOptions", err)
 	}
 }
 

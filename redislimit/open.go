@@ -11,8 +11,10 @@ import (
 )
 
 // Open returns a Limiter whose buckets live on the Redis server or
-// cluster client talks to (a *redis.Client, *redis.ClusterClient or
-// *redis.Ring; AUTH, TLS and timeouts are the client's). Limiters opened
+// cluster client talks to (a *redis.Client or *redis.ClusterClient; AUTH,
+// TLS and timeouts are the client's). A *redis.Ring is ErrInvalidOptions:
+// when a shard is down it sends that shard's keys to another, where the
+// buckets read as full and are granted from. Limiters opened
 // on the same servers with the same KeyPrefix share their limits' state.
 //
 // opts are as for ratelimit.Open, except that Path must be empty and
