@@ -127,8 +127,9 @@
 //
 // # Failures
 //
-// Open checks every master: appendonly yes and appendfsync always (else
-// ErrServerConfig, unless AllowNotDurable), maxmemory-policy noeviction
+// Open checks every master: appendonly yes, appendfsync always and
+// no-appendfsync-on-rewrite no (else ErrServerConfig, unless
+// AllowNotDurable), maxmemory-policy noeviction
 // (else ErrServerConfig, unless AllowEviction; an evicted bucket reads as
 // full). Where CONFIG is unavailable (managed Redis) the error names
 // SkipConfigCheck. Open then loads the function library (FUNCTION LOAD,

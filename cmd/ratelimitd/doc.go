@@ -36,8 +36,9 @@
 // (verified against the system's roots, or -redis-ca's PEM CAs).
 //
 // At start ratelimitd checks every master for appendonly yes,
-// appendfsync always (a grant is on the master's disk before it is
-// answered) and maxmemory-policy noeviction, and refuses to start
+// appendfsync always and no-appendfsync-on-rewrite no (a grant is on the
+// master's disk before it is answered) and maxmemory-policy noeviction,
+// and refuses to start
 // otherwise. -redis-allow-not-durable and -redis-allow-eviction accept
 // such servers (DANGEROUS: a Redis crash, or an eviction, forgets grants,
 // and the limiter over-admits); -redis-skip-config-check skips the check
