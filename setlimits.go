@@ -3,11 +3,14 @@ package ratelimit
 import (
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+	"github.com/seed7fbd42b6/ratelimit/internal/store"
 )
 
 // SetLimits replaces the named limits (Options.Limits) while the limiter
 // runs, for a service that reloads its configuration. Every Config is
-// validated first: on an error (ErrInvalidConfig) nothing changes.
+// validated first, as Open validates it (on Redis, a fixed window the
+// store cannot decide is refused too): on an error (ErrInvalidConfig)
+// nothing changes.
 //
 // Buckets keep their stored state (value and ts) and are read under the
 // new config from then on, capped at its capacity: the same rule as
@@ -25,6 +28,13 @@ func (l *Limiter) SetLimits(limits map[string]Config) error {
 	defs, err := newLimitDefs(limits)
 	if err != nil {
 		return err
+	}
+	if lc, ok := l.store.(store.LimitChecker); ok {
+		for name, d := range defs {
+			if err := lc.CheckLimit(name, &d.perShard); err != nil {
+				return err
+			}
+		}
 	}
 	l.limitsMu.Lock()
 	defer l.limitsMu.Unlock()

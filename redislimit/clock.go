@@ -56,15 +56,21 @@ var errClockRange = fmt.Errorf("redislimit: clock outside the years 1970 to 2112
 // checkLimit reports, wrapping ratelimit.ErrInvalidConfig, a limit the
 // function cannot decide exactly.
 func checkLimit(name string, l *bucket.Limit) error {
-	if l.Kind != bucket.FixedWindow {
-		return nil
-	}
-	if p := time.Duration(l.Period); p < MinWindow || p > MaxWindow {
+	return checkWindow(name, l.Kind == bucket.FixedWindow, time.Duration(l.Period))
+}
+
+// checkWindow is checkLimit for a limit of that kind and period.
+func checkWindow(name string, fixed bool, p time.Duration) error {
+	if fixed && (p < MinWindow || p > MaxWindow) {
 		return fmt.Errorf("%w: limit %q: a fixed window of %v cannot be decided exactly on Redis, whose function holds times as doubles (fixed windows from %v to %v)",
 			ratelimit.ErrInvalidConfig, name, p, MinWindow, MaxWindow)
 	}
 	return nil
 }
+
+// CheckLimit is checkLimit, for package ratelimit (store.LimitChecker):
+// SetLimits refuses what the store cannot decide.
+func (s *redisStore) CheckLimit(name string, l *bucket.Limit) error { return checkLimit(name, l) }
 
 // unixNano is t in Unix nanoseconds, saturating at the ends of the int64
 // range as package ratelimit does.

@@ -30,8 +30,9 @@ func TestSplitJoin(t *testing.T) {
 }
 
 // TestUnrepresentableLimits: a fixed window under a microsecond, or over
-// MaxWindow, is ErrInvalidConfig: at Open for a named limit, at use for
-// an inline one (with nothing sent to Redis).
+// MaxWindow, is ErrInvalidConfig: at Open and SetLimits for a named limit
+// (SetLimits then changes nothing), at use for an inline one (with
+// nothing sent to Redis).
 func TestUnrepresentableLimits(t *testing.T) {
 	client := topologies[0].client(t)
 	for _, p := range []time.Duration{999 * time.Nanosecond, MaxWindow + 1} {
@@ -40,7 +41,14 @@ func TestUnrepresentableLimits(t *testing.T) {
 		if !errors.Is(err, ratelimit.ErrInvalidConfig) {
 			t.Fatalf("period %v: Open: %v", p, err)
 		}
-		l := open(t, client, ratelimit.Options{})
+		good := ratelimit.Config{Kind: ratelimit.FixedWindow, Rate: 1, Period: S}
+		l := open(t, client, ratelimit.Options{Limits: map[string]ratelimit.Config{"w": good}})
+		if err := l.SetLimits(map[string]ratelimit.Config{"w": cfg}); !errors.Is(err, ratelimit.ErrInvalidConfig) {
+			t.Fatalf("period %v: SetLimits: %v", p, err)
+		}
+		if c, _ := l.Config("w"); c.Period != S {
+			t.Fatalf("period %v: after a refused SetLimits, w's period is %v", p, c.Period)
+		}
 		ctx := context.Background()
 		_, err = l.Limit(ctx, ratelimit.Request{Name: "w", Config: &cfg})
 		if !errors.Is(err, ratelimit.ErrInvalidConfig) || errors.Is(err, ratelimit.ErrUnavailable) {

@@ -46,10 +46,9 @@ func Open(client redis.UniversalClient, opts ratelimit.Options, ropts ...Option)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	for name, c := range opts.Limits {
-		if c.Kind == ratelimit.FixedWindow && (c.Period < MinWindow || c.Period > MaxWindow) {
-			return nil, fmt.Errorf("%w: limit %q: a fixed window of %v cannot be decided exactly on Redis (fixed windows from %v to %v)",
-				ratelimit.ErrInvalidConfig, name, c.Period, MinWindow, MaxWindow)
+	for name, c := range opts.Limits { // before anything connects
+		if err := checkWindow(name, c.Kind == ratelimit.FixedWindow, c.Period); err != nil {
+			return nil, err
 		}
 	}
 	ctx := context.Background()

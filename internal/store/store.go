@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // Store decides calls on the buckets it holds. Its methods are safe for
@@ -40,6 +41,13 @@ type Store interface {
 	// Close stops the store once the calls under way are done; calls made
 	// afterwards fail with actor.ErrClosed.
 	Close() error
+}
+
+// LimitChecker is a Store that cannot decide every limit: CheckLimit
+// reports one it cannot (wrapping ratelimit.ErrInvalidConfig), so that
+// SetLimits refuses it as Open does.
+type LimitChecker interface {
+	CheckLimit(name string, perShard *bucket.Limit) error
 }
 
 // OpenLimiter opens a *ratelimit.Limiter whose buckets live in s; opts is
