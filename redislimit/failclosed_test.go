@@ -180,16 +180,34 @@ func TestOutOfMemory(t *testing.T) {
 	}
 }
 
-// TestForeignKey: a key under the store's prefix that is not a bucket
-// fails the call closed.
+// TestForeignKey: a key under the store's prefix that is not a bucket (a
+// string of another size, or a value of another type, which MGET reads
+// as absent) fails the call closed and is left as it is.
 func TestForeignKey(t *testing.T) {
 	client := topologies[0].client(t)
 	prefix := testPrefix(t)
 	l := openPrefix(t, client, prefix, ratelimit.Options{Limits: failLimits})
 	ctx := context.Background()
-	client.Set(ctx, keyOf(prefix, "a", "k"), "not a bucket", 0)
-	if st, err := l.Limit(ctx, ratelimit.Request{Name: "a", Key: "k"}); !errors.Is(err, ratelimit.ErrUnavailable) || st.OK {
-		t.Fatal(st, err)
+	for _, c := range []struct {
+		typ   string
+		plant func(key string) error
+	}{
+		{"string", func(k string) error { return client.Set(ctx, k, "not a bucket", 0).Err() }},
+		{"hash", func(k string) error { return client.HSet(ctx, k, "f", "v").Err() }},
+		{"list", func(k string) error { return client.RPush(ctx, k, "v").Err() }},
+		{"set", func(k string) error { return client.SAdd(ctx, k, "v").Err() }},
+		{"zset", func(k string) error { return client.ZAdd(ctx, k, redis.Z{Score: 1, Member: "v"}).Err() }},
+	} {
+		key := c.typ
+		if err := c.plant(keyOf(prefix, "a", key)); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := l.Limit(ctx, ratelimit.Request{Name: "a", Key: key}); !errors.Is(err, ratelimit.ErrUnavailable) || st.OK {
+			t.Errorf("%s at a bucket's key: %+v, %v; want ErrUnavailable", c.typ, st, err)
+		}
+		if got := client.Type(ctx, keyOf(prefix, "a", key)).Val(); got != c.typ {
+			t.Errorf("%s at a bucket's key: now a %s", c.typ, got)
+		}
 	}
 }
 

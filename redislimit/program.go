@@ -75,9 +75,9 @@ const (
 	maxAtomicItems  = 1 << 15
 )
 
-// errTooBig: an atomic call names more buckets on one tag than a program
-// can carry.
-var errTooBig = errors.New("redislimit: an all-or-nothing call names more than 32768 buckets in one slot")
+// errTooBig: an atomic call has more requests on one tag than a program
+// can carry (repeats of one bucket count each).
+var errTooBig = errors.New("redislimit: an all-or-nothing call has more than 32768 requests in one slot")
 
 func (p *program) reset() {
 	clear(p.keys)

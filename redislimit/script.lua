@@ -400,8 +400,9 @@ local function begin(keys, args)
   return true, b0, nB
 end
 
--- Keys an MGET reads at most.
+-- Keys an MGET reads at most; the keys of a chunk it read as absent.
 local mgetChunk = 4096
+local absent = {}
 
 -- load reads the drop records, sweeps the expiry index (clock from the
 -- client: delete the buckets that are full by now, bounded per call), then
@@ -428,6 +429,7 @@ local function load(b0, nB)
     local hi = lo + mgetChunk - 1
     if hi > b0 + nB - 1 then hi = b0 + nB - 1 end
     local raw = call('MGET', tunpack(KEYS, lo, hi))
+    local nAbsent = 0
     for k = lo, hi do
       local b = raw[k - lo + 1]
       isDirty[k] = false
@@ -437,6 +439,15 @@ local function load(b0, nB)
         CV[k], CU[k], CR[k] = sunpack('<ddd', b)
       else
         CP[k] = false
+        nAbsent = nAbsent + 1
+        absent[nAbsent] = KEYS[k]
+      end
+    end
+    -- MGET reads a key of another type (a hash, a list) as absent: one
+    -- of those is not a bucket either, and must not be written over.
+    if nAbsent > 0 and call('EXISTS', tunpack(absent, 1, nAbsent)) > 0 then
+      for j = 1, nAbsent do
+        if call('EXISTS', absent[j]) == 1 then error('ratelimit: ' .. absent[j] .. ' is not a bucket') end
       end
     end
   end
