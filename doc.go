@@ -26,7 +26,8 @@
 // crash loses no acknowledged grant (a grant in flight may or may not
 // survive; either way no one was told it happened).
 //
-// Every durable grant waits for one commit (an fsync): a caller alone sees
+// Every durable grant waits for one commit (a bbolt transaction: two
+// fsyncs, the pages then the meta page): a caller alone sees
 // that latency on every grant, and throughput comes from concurrency, as
 // concurrent callers share commits. Denials and checks wait for none.
 //

@@ -39,7 +39,7 @@ func checkServers(ctx context.Context, client redis.UniversalClient, cfg *config
 				if isUnavailable(err) {
 					return "", fmt.Errorf("%w: %s: %v", ratelimit.ErrUnavailable, addr, err)
 				}
-				return "", fmt.Errorf("%w: %s: cannot read %s (%v); if the server forbids CONFIG (managed Redis) and you know every master runs appendonly yes, appendfsync always and maxmemory-policy noeviction, pass redislimit.SkipConfigCheck()",
+				return "", fmt.Errorf("%w: %s: cannot read %s (%v); if the server forbids CONFIG (managed Redis) and you know every master runs appendonly yes, appendfsync always, no-appendfsync-on-rewrite no and maxmemory-policy noeviction, pass redislimit.SkipConfigCheck()",
 					ErrServerConfig, addr, name, err)
 			}
 			return m[name], nil

@@ -65,8 +65,8 @@ func HoldTimeout(d time.Duration) Option {
 }
 
 // AllowNotDurable lets Open accept a server that may acknowledge a write
-// before it is on disk (appendonly no, or appendfsync other than
-// always). What it gives up: after the server crashes, grants it
+// before it is on disk (appendonly no, appendfsync other than always, or
+// no-appendfsync-on-rewrite yes). What it gives up: after the server crashes, grants it
 // acknowledged in its last moments may be forgotten, and the limiter
 // over-admits by what they took.
 func AllowNotDurable() Option { return func(c *config) { c.allowNotDurable = true } }
@@ -79,7 +79,8 @@ func AllowEviction() Option { return func(c *config) { c.allowEviction = true } 
 // SkipConfigCheck makes Open skip reading the servers' persistence and
 // eviction settings, for servers that do not allow CONFIG (managed
 // Redis). What it gives up: nothing checks that every master runs
-// appendonly yes, appendfsync always and maxmemory-policy noeviction;
+// appendonly yes, appendfsync always, no-appendfsync-on-rewrite no and
+// maxmemory-policy noeviction;
 // where one does not, crashes and evictions over-admit (see
 // AllowNotDurable and AllowEviction).
 func SkipConfigCheck() Option { return func(c *config) { c.skipCheck = true } }

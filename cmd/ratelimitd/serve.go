@@ -30,7 +30,8 @@ Redis Cluster given by several seed addresses, shared by every ratelimitd
 on it with the same -redis-prefix, so that replicas share their limits.
 Redis credentials come from $REDIS_USERNAME and $REDIS_PASSWORD (or
 -redis-username and -redis-password-file). Redis must run appendonly yes,
-appendfsync always and maxmemory-policy noeviction (checked at start).
+appendfsync always, no-appendfsync-on-rewrite no and maxmemory-policy
+noeviction (checked at start).
 
 SIGHUP reloads the configuration (so does a change to its files); a bad
 one is refused, logged and counted, and the previous one keeps serving.

@@ -43,7 +43,7 @@ func (r *redisFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.passwordFile, "redis-password-file", "", "read the Redis password from this `file` (default: $"+envRedisPassword+")")
 	fs.BoolVar(&r.tls, "redis-tls", false, "connect to Redis over TLS, verifying its certificate against the system's roots (or -redis-ca)")
 	fs.StringVar(&r.caFile, "redis-ca", "", "verify Redis's TLS certificate against the CAs in this PEM `file` (implies -redis-tls)")
-	fs.BoolVar(&r.allowNotDurable, "redis-allow-not-durable", false, "DANGEROUS: accept Redis servers without appendonly yes and appendfsync always; grants acknowledged just before a Redis crash are forgotten (over-admission)")
+	fs.BoolVar(&r.allowNotDurable, "redis-allow-not-durable", false, "DANGEROUS: accept Redis servers without appendonly yes, appendfsync always and no-appendfsync-on-rewrite no; grants acknowledged just before a Redis crash are forgotten (over-admission)")
 	fs.BoolVar(&r.allowEviction, "redis-allow-eviction", false, "DANGEROUS: accept Redis servers whose maxmemory-policy may evict keys; an evicted bucket reads as full (over-admission)")
 	fs.BoolVar(&r.skipCheck, "redis-skip-config-check", false, "do not read the Redis servers' persistence and eviction settings (managed Redis without CONFIG); nothing then checks they are safe")
 }

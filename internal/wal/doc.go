@@ -121,14 +121,17 @@
 //
 // # Preallocation
 //
-// Open extends the file with written zeros to Options.Preallocate bytes
-// (64 MiB by default) past the pages bbolt uses, and syncs them, unless the
-// file already reaches that far. bbolt grows its file by truncating it,
-// sparsely, so without this every commit that extends the log writes into
-// blocks the file system allocates at that moment, and the commit's
-// fdatasync must journal the allocation as well as flush the data (see
-// prealloc.go for the measurements). The file therefore takes that much
-// disk space from Open on. bbolt ignores everything past its pages.
+// The file is kept between half a step and a step (Options.Preallocate,
+// DefaultPreallocate) of written, synced zeros ahead of the pages bbolt
+// uses: Open extends it a step past them, and the writer tops it up, one
+// synced 1 MiB chunk at a time, while it is idle. bbolt grows its file by
+// truncating it, sparsely, so without this every commit that extends the
+// log writes into blocks the file system allocates at that moment, and
+// the commit's fdatasync must journal the allocation as well as flush the
+// data (see prealloc.go). It never takes the last free space of its file
+// system (a margin of two steps or a twentieth of it stays free), and a
+// write that fails is given back. bbolt ignores everything past its
+// pages.
 //
 // # Caveats
 //
