@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/internal/boltcheck"
@@ -47,6 +48,7 @@ func Verify(w io.Writer, path string) error {
 	default:
 		problems = append(problems, c.Problems...)
 	}
+	problems = distinct(problems)
 	if len(problems) == 0 {
 		fmt.Fprintf(w, "%s: ok (format %d, %d buckets)\n", path, c.FormatVersion, len(c.Buckets))
 		return nil
@@ -54,5 +56,27 @@ func Verify(w io.Writer, path string) error {
 	for _, p := range problems {
 		fmt.Fprintf(w, "%s: %v\n", path, p)
 	}
+	if len(problems) == 1 {
+		return fmt.Errorf("%s: %w: 1 problem", path, ErrDamaged)
+	}
 	return fmt.Errorf("%s: %w: %d problems", path, ErrDamaged, len(problems))
+}
+
+// distinct drops a problem that states the same damage as one before it:
+// both checks read the meta pages, and report a damaged one each, with
+// their own note in parentheses.
+func distinct(problems []error) []error {
+	seen := make(map[string]bool, len(problems))
+	out := problems[:0]
+	for _, p := range problems {
+		msg := p.Error()
+		if i := strings.Index(msg, " ("); i >= 0 {
+			msg = msg[:i]
+		}
+		if !seen[msg] {
+			seen[msg] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -28,8 +28,8 @@ func TestVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Reset()
-	if err := Verify(&b, damaged); !errors.Is(err, ErrDamaged) {
-		t.Errorf("damaged file: %v, want ErrDamaged\n%s", err, b.String())
+	if err := Verify(&b, damaged); !errors.Is(err, ErrDamaged) || !strings.HasSuffix(err.Error(), ": 1 problem") {
+		t.Errorf("damaged file: %v, want ErrDamaged, one problem (both checks see the meta page)\n%s", err, b.String())
 	}
 	if err := os.WriteFile(damaged, []byte("not a limiter's file"), 0o600); err != nil {
 		t.Fatal(err)
