@@ -253,7 +253,7 @@ func (e *Engine) plan(req *Request, res *Result, s *scratch) {
 			prior = s.taken(p.req)
 			p.prior = prior
 			if req.CheckOnly { // checked as it would be decided: after them
-				p.req.Count += prior
+				p.req.Count = e.checkCount(p.req, prior+count, count)
 			}
 		}
 		switch {

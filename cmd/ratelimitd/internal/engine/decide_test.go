@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +41,8 @@ descriptors:
     rate_limit: {algorithm: token_bucket, period: 10s, requests_per_unit: 10, max_reserved: 5}
   - key: sh6
     rate_limit: {algorithm: token_bucket, period: 1m, requests_per_unit: 8, max_reserved: 4, shards: 6}
+  - key: sh4
+    rate_limit: {algorithm: token_bucket, period: 1h, requests_per_unit: 8, shards: 4}
   - key: general
     rate_limit: {unit: hour, requests_per_unit: 5, name: general}
   - key: special
@@ -350,6 +354,61 @@ func TestDecideRepeatsRetryAfter(t *testing.T) {
 			if r := f.decide("d", desc(4, "tb=x"), desc(2, "tb=x")); r.Code != OK {
 				t.Errorf("denied at the retry time: %v", codes(r))
 			}
+		}
+	}
+}
+
+// Two descriptors on one sharded bucket, each within two shards' worth,
+// together more than two shards hold but not more than the bucket: a
+// denial is OVER_LIMIT, in a take and in a check, never an invalid count
+// (the re-check counting the first's hits is no request the limiter takes).
+func TestDecideRepeatsOnAShardedLimit(t *testing.T) {
+	for _, check := range []bool{false, true} {
+		f := newFixture(t, rules, Options{})
+		for range 20 {
+			f.decide("d", desc(1, "sh4=x"))
+		}
+		res, err := f.try(&Request{Domain: "d", CheckOnly: check, Descriptors: []Descriptor{desc(3, "sh4=x"), desc(3, "sh4=x")}})
+		if err != nil || res.Code != OverLimit {
+			t.Errorf("check %v: %v, %v; want OVER_LIMIT", check, codes(res), err)
+		}
+	}
+}
+
+// The re-check of a denied request naming a bucket twice is a second call,
+// at a later clock reading: if the bucket refilled in between, the request
+// is decided again rather than denied with every descriptor within its
+// limit. The clock jumps at each of its readings in turn.
+func TestDecideRepeatsAcrossARefill(t *testing.T) {
+	for k := int64(1); k <= 12; k++ {
+		cfg := parseConfig(t, rules)
+		c := newClock(t0)
+		var reads atomic.Int64
+		reads.Store(math.MinInt64 / 2)
+		now := func() time.Time {
+			if reads.Add(1) == k {
+				c.advance(2 * time.Second) // 2 tokens of tb
+			}
+			return c.now()
+		}
+		lim, err := ratelimit.Open(ratelimit.Options{Limits: cfg.LimiterConfigs(), Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &fixture{t: t, e: New(lim, cfg, Options{Now: c.now}), lim: lim, clock: c}
+		f.decide("d", desc(5, "tb=x")) // 5 left
+		reads.Store(0)
+		res, err := f.try(&Request{Domain: "d", Descriptors: []Descriptor{desc(2, "tb=x"), desc(4, "tb=x")}})
+		lim.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		over := false
+		for _, st := range res.Statuses {
+			over = over || st.Code == OverLimit
+		}
+		if res.Code == OverLimit && !over {
+			t.Errorf("jump at reading %d: denied (retry after %v) with every descriptor within its limit", k, res.RetryAfter)
 		}
 	}
 }

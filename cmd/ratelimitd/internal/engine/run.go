@@ -24,6 +24,8 @@ func (e *Engine) run(ctx context.Context, res *Result, s *scratch) error {
 		}
 	}
 	hard = hard || quotas > 0 && quotasOver == quotas
+	redone := false  // the last call re-checked parts of a denied call (redoRepeats)
+	retried := false // the request was decided again after a re-check
 	for {
 		s.rs, s.sent = s.rs[:0], s.sent[:0]
 		for k := range s.parts {
@@ -33,7 +35,7 @@ func (e *Engine) run(ctx context.Context, res *Result, s *scratch) error {
 			}
 			r := p.req
 			if hard && !r.CheckOnly { // only the statuses are wanted: checked as a take would be decided
-				r.CheckOnly, r.Count = true, p.prior+p.own
+				r.CheckOnly, r.Count = true, e.checkCount(r, p.prior+p.own, p.own)
 			}
 			s.rs = append(s.rs, r)
 			s.sent = append(s.sent, k)
@@ -48,6 +50,13 @@ func (e *Engine) run(ctx context.Context, res *Result, s *scratch) error {
 		if granted && !hard {
 			e.finishGrant(res, s)
 			return nil
+		}
+		if redone && !retried && granted && !s.anyOver() {
+			// The re-check, a later call, found every part within its
+			// limit (the bucket refilled since the denial): decide the
+			// request again, once, rather than deny it with nothing over.
+			hard, redone, retried = false, false, true
+			continue
 		}
 		if !hard {
 			progress, repeats := false, false
@@ -76,18 +85,47 @@ func (e *Engine) run(ctx context.Context, res *Result, s *scratch) error {
 			if !hard {
 				continue // again without the parts just decided
 			}
-			if repeats {
+			if repeats && !redone {
 				// The call decided its parts in order, each after the takes
 				// of those before it that were granted: a later part on a
 				// bucket named before may have fit without an earlier one's
 				// hits. Check them again as hard mode does, counting those.
 				s.redoRepeats(res, &quotasOver)
+				redone = true
 				continue
 			}
 		}
 		e.finishDenial(res, s, quotas)
 		return nil
 	}
+}
+
+// checkCount is the count to check r with to report it as a take after
+// the parts before it: total, their hits and its own, unless no single
+// request of total can be granted (more than two shards of a sharded
+// limit hold, though the bucket as a whole may), then its own.
+func (e *Engine) checkCount(r ratelimit.Request, total, own float64) float64 {
+	r.Count = total
+	if ok, err := e.lim.Grantable(r); err == nil && !ok {
+		return own
+	}
+	return total
+}
+
+// anyOver reports whether a part is over its limit (shadow_mode parts
+// aside): decided so earlier, or in the last call.
+func (s *scratch) anyOver() bool {
+	for k := range s.parts {
+		if p := &s.parts[k]; p.state == over && !p.shadow {
+			return true
+		}
+	}
+	for j, k := range s.sent {
+		if p := &s.parts[k]; !s.each[j].OK && !p.shadow && !(p.zero && s.each[j].Remaining >= 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // redoRepeats returns the parts of the last call that follow another part
