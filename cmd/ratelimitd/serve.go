@@ -151,7 +151,10 @@ func openServer(o server.Options, sigs chan os.Signal, logger *slog.Logger) (*se
 				return nil, 1
 			}
 			if hup {
-				sigs <- syscall.SIGHUP
+				select { // the channel may be full of signals Run reads first
+				case sigs <- syscall.SIGHUP:
+				default:
+				}
 			}
 			return r.s, 0
 		case sig := <-sigs:

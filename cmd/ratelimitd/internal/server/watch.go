@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"io"
-	"os"
 
 	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/config"
 )
@@ -37,9 +36,17 @@ func fingerprintOf(path string, tlsFiles TLSFiles) fingerprint {
 }
 
 // hashFile writes name's size, modification time and contents to h, if
-// it is a regular file.
+// it is a regular file. It opens name without blocking and checks the
+// file it opened, so that a file replaced by a pipe since it was listed
+// cannot hold it.
 func hashFile(h io.Writer, name string) {
-	info, err := os.Stat(name)
+	f, err := openNonBlocking(name)
+	if err != nil {
+		io.WriteString(h, "missing\x00"+name+"\x00")
+		return
+	}
+	defer f.Close()
+	info, err := f.Stat()
 	if err != nil || !info.Mode().IsRegular() {
 		io.WriteString(h, "missing\x00"+name+"\x00")
 		return
@@ -49,8 +56,5 @@ func hashFile(h io.Writer, name string) {
 	binary.LittleEndian.PutUint64(meta[8:], uint64(info.ModTime().UnixNano()))
 	io.WriteString(h, "file\x00"+name+"\x00")
 	h.Write(meta[:])
-	if f, err := os.Open(name); err == nil {
-		io.Copy(h, f)
-		f.Close()
-	}
+	io.Copy(h, f)
 }
