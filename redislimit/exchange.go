@@ -57,13 +57,56 @@ func (s *redisStore) exchange(r *round) {
 			cmds[i] = again[k]
 		}
 	}
+	var foreign []*program
 	for i, p := range r.progs {
 		b, err := cmds[i].Text()
-		if err != nil {
+		switch {
+		case err != nil && strings.Contains(err.Error(), notABucket) && len(p.parts) > 1:
+			foreign = append(foreign, p)
+		case err != nil:
 			s.failProgram(p, fmt.Errorf("redislimit: function call on tag %s: %w", tags[p.tags[0]], err))
-			continue
+		default:
+			s.finishProgram(p, []byte(b))
 		}
-		s.finishProgram(p, []byte(b))
+	}
+	if len(foreign) > 0 {
+		s.isolate(ctx, foreign, nowArg)
+	}
+}
+
+// notABucket is in the error of a function call that met a key under
+// the prefix that is not a bucket; the call stopped before writing any.
+const notABucket = "is not a bucket"
+
+// isolate sends each part of progs, whose calls met a key that is not a
+// bucket, in a call of its own (pipelined, in order), so that only the
+// parts naming that key fail, not every request batched with them.
+func (s *redisStore) isolate(ctx context.Context, progs []*program, nowArg string) {
+	var alone []*program
+	for _, p := range progs {
+		start := 0
+		for i, tag := range p.tags {
+			for _, pt := range p.parts[start:p.ends[i]] {
+				q := getProgram()
+				q.addSection(tag, []*part{pt}, pt.size())
+				alone = append(alone, q)
+			}
+			start = p.ends[i]
+		}
+	}
+	cmds := make([]fcallCmd, len(alone))
+	for i, q := range alone {
+		blob := q.build(s.ks, s.clock != nil, s.sweep, float64(s.holdTTL.Milliseconds())) // fills q.keys
+		cmds[i] = s.fcallCmd(ctx, q.keys, blob, nowArg)
+	}
+	s.send(ctx, cmds)
+	for i, q := range alone {
+		if b, err := cmds[i].Text(); err != nil {
+			s.failProgram(q, fmt.Errorf("redislimit: function call on tag %s: %w", tags[q.tags[0]], err))
+		} else {
+			s.finishProgram(q, []byte(b))
+		}
+		putProgram(q)
 	}
 }
 

@@ -208,6 +208,20 @@ func TestForeignKey(t *testing.T) {
 		if got := client.Type(ctx, keyOf(prefix, "a", key)).Val(); got != c.typ {
 			t.Errorf("%s at a bucket's key: now a %s", c.typ, got)
 		}
+		// Batched with 256 other requests (one function call on a single
+		// server): it fails with the requests of its call on its slot tag
+		// (one part of the batch), and no other.
+		tag := func(k string) string { return k[strings.Index(k, "{") : strings.Index(k, "}")+1] }
+		bad := tag(keyOf(prefix, "a", key))
+		rs := []ratelimit.Request{{Name: "a", Key: key}}
+		for i := range 256 {
+			rs = append(rs, ratelimit.Request{Name: "a", Key: fmt.Sprint("other", i)})
+		}
+		for i, d := range l.LimitMany(ctx, rs, nil) {
+			if onBad := tag(keyOf(prefix, "a", rs[i].Key)) == bad; onBad != errors.Is(d.Err, ratelimit.ErrUnavailable) || !onBad && !d.OK {
+				t.Errorf("%s at a bucket's key, LimitMany request %d: %+v", c.typ, i, d)
+			}
+		}
 	}
 }
 
