@@ -10,36 +10,54 @@ type Counts struct {
 }
 
 // Counts sums the partitions' and coordinators' counters. Once the
-// group is stopping, it waits for Stop and returns the counts as the
-// partitions stopped, so they never go down.
+// group is stopping, it waits for Stop and adds the partitions' counts as
+// they stopped to the counters calls still under way may add to (the
+// coordinators', the lock-free denials), so they never go down.
 func (g *Group) Counts() Counts {
 	stopping := false
 	n := g.sum(func(i int, fn func(*Partition)) {
 		stopping = !g.Run(i, fn) || stopping
 	})
 	if !stopping {
-		return n
+		return g.addLive(n)
 	}
 	<-g.stopped
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.final
+	n = g.final
+	g.mu.Unlock()
+	return g.addLive(n)
 }
 
-// sum adds the coordinators' counters and each partition's, which visit
-// runs on the partition.
+// sum adds up the partitions' own counters, which visit runs on each
+// partition.
 func (g *Group) sum(visit func(i int, fn func(*Partition))) Counts {
-	g.mu.Lock()
-	n := g.counts
-	g.mu.Unlock()
+	var n Counts
 	for i := range g.parts {
 		visit(i, func(p *Partition) {
 			n.Grants += p.counts.Grants
-			n.Denials += p.counts.Denials + p.denials.denied()
+			n.Denials += p.counts.Denials
 			n.Reservations += p.counts.Reservations
 			n.Refused += p.counts.Refused
 			n.Live += p.buckets.len()
 		})
+	}
+	return n
+}
+
+// addLive adds to n the counters updated outside the partitions'
+// goroutines: the coordinators' and the denials decided without a
+// message.
+func (g *Group) addLive(n Counts) Counts {
+	g.mu.Lock()
+	c := g.counts
+	g.mu.Unlock()
+	n.Grants += c.Grants
+	n.Denials += c.Denials
+	n.Reservations += c.Reservations
+	n.Refused += c.Refused
+	n.Live += c.Live
+	for _, p := range g.parts {
+		n.Denials += p.denials.denied()
 	}
 	return n
 }

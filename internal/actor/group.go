@@ -22,7 +22,7 @@ type Group struct {
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed once Stop has stopped every partition
-	final    Counts        // Counts as the partitions stopped
+	final    Counts        // the partitions' own counts as they stopped (see sum)
 }
 
 // NewGroup makes n partitions sharing log and clock (Unix nanoseconds).
@@ -71,7 +71,8 @@ func (g *Group) Stop() {
 		g.parts[i].stop()
 	}
 	g.stopOnce.Do(func() {
-		// Their goroutines have exited: their counters are read directly.
+		// Their goroutines have exited: their own counters are read
+		// directly, and no longer change.
 		n := g.sum(func(i int, fn func(*Partition)) { fn(g.parts[i]) })
 		g.mu.Lock()
 		g.final = n
