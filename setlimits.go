@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"fmt"
+
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 	"github.com/seed7fbd42b6/ratelimit/internal/store"
@@ -14,8 +16,10 @@ import (
 //
 // Buckets keep their stored state (value and ts) and are read under the
 // new config from then on, capped at its capacity: the same rule as
-// reopening a file with changed Options.Limits. (On Redis a bucket's key
-// expires by the limit it was written under: see redislimit's caveats.) A bucket of a limit that
+// reopening a file with changed Options.Limits. (On Redis, where a
+// bucket's key expires by the limit it was written under, SetLimits moves
+// the expiries of the changed limits' keys: an error then is
+// ErrUnavailable, with the new limits in place; see redislimit's caveats.) A bucket of a limit that
 // is removed, or of a shard beyond a limit's new Shards, is kept as it is
 // but no longer used; if the limit comes back it is read again. Requests
 // already under way when SetLimits returns may still be decided under the
@@ -46,8 +50,8 @@ func (l *Limiter) SetLimits(limits map[string]Config) error {
 	}
 	old := *l.limits.Load()
 	l.limits.Store(&defs)
-	if l.group == nil {
-		return nil // a shared store keeps no limits with its buckets
+	if l.group == nil { // a shared store keeps no limits with its buckets
+		return l.relimitShared(old, defs)
 	}
 	named := func(id actor.BucketID) *bucket.Limit {
 		if d, ok := defs[id.Name]; ok && int(id.Shard) < d.shards {
@@ -67,6 +71,26 @@ func (l *Limiter) SetLimits(limits map[string]Config) error {
 	for i := range l.group.Partitions() {
 		if !l.group.Run(i, func(p *actor.Partition) { p.Relimit(gen, relimit, named) }) {
 			return ErrClosed
+		}
+	}
+	return nil
+}
+
+// relimitShared has a shared store whose buckets expire by the limit they
+// were written under move the expiries of the limits that changed. The
+// new limits serve already; an error (ErrUnavailable) means some keys may
+// still expire by the old ones.
+func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
+	r, ok := l.store.(store.Relimiter)
+	if !ok {
+		return nil
+	}
+	for name, d := range defs {
+		if o, ok := old[name]; ok && !o.sameBuckets(d) {
+			if err := r.Relimited(name, &d.perShard, d.shards); err != nil {
+				l.unavailable.Add(1)
+				return fmt.Errorf("%w: limit %q: moving its buckets' expiries to the new limit: %w", ErrUnavailable, name, err)
+			}
 		}
 	}
 	return nil

@@ -150,11 +150,12 @@
 //   - With the servers' clock, a master whose clock steps back after a
 //     key expired may let that bucket refill over the step.
 //   - A key's expiry is set when it is written, by the limit of that time.
-//     After SetLimits raises a capacity or slows a refill, a key written
-//     before expires when the old limit would have filled it, and then
-//     reads full under the new one, where the in-memory limiter reads its
-//     state: until each key in use is written again (at most the old
-//     limit's time to fill), such a key can be granted up to the new
-//     capacity more than in memory.
+//     SetLimits therefore scans every master for the keys of each limit it
+//     changes and moves their expiries to when each is full under the new
+//     limit, never earlier (a function call per slot and batch of keys):
+//     it takes as long as the scan. A request already under way when
+//     SetLimits changed its limit may still write its key by the old one:
+//     that key can read full up to the old limit's time to fill too soon,
+//     and be granted up to the new capacity more than in memory.
 //   - Close does not close the client.
 package redislimit

@@ -147,3 +147,44 @@ func otherKeyOnTag(name, key string) string {
 		}
 	}
 }
+
+// TestSetLimitsMovesExpiries: after SetLimits raises a capacity (so the
+// buckets take longer to fill), a key written under the old limit keeps
+// its state past the old limit's refill, on the limiter's clock and on
+// the servers'; a key that is full sooner keeps its later expiry.
+func TestSetLimitsMovesExpiries(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		ctx := context.Background()
+		old := ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: 10, Period: M, Capacity: 10}
+		raised := ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: 10, Period: M, Capacity: 100}
+		// the limiter's clock: the next call on the tag sweeps what is due
+		clk := newFakeClock(t0)
+		l := openPrefix(t, client, testPrefix(t), ratelimit.Options{Now: clk.Now, Limits: map[string]ratelimit.Config{"l": old}})
+		if st, err := l.Limit(ctx, ratelimit.Request{Name: "l", Key: "k", Count: 10}); err != nil || !st.OK {
+			t.Fatal(st, err)
+		}
+		if err := l.SetLimits(map[string]ratelimit.Config{"l": raised}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(61 * S) // past the old limit's refill (60 s), far from the new one's (600 s)
+		l.Value(ctx, "l", otherKeyOnTag("l", "k"))
+		if v, err := l.Value(ctx, "l", "k"); err != nil || v.Value > 11 {
+			t.Fatalf("limiter's clock: %v tokens, %v; want about 10.2 (the key kept, not read full)", v.Value, err)
+		}
+		// the servers' clock: 10 ms to fill under the old limit, 100 ms under the new
+		prefix := testPrefix(t) + "s"
+		fast := ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: 1000, Period: S, Capacity: 10}
+		l2 := openPrefix(t, client, prefix, ratelimit.Options{Limits: map[string]ratelimit.Config{"l": fast}})
+		if st, err := l2.Limit(ctx, ratelimit.Request{Name: "l", Key: "k", Count: 10}); err != nil || !st.OK {
+			t.Fatal(st, err)
+		}
+		fast.Capacity = 100
+		if err := l2.SetLimits(map[string]ratelimit.Config{"l": fast}); err != nil {
+			t.Fatal(err)
+		}
+		key := keyOf(prefix, "l", "k")
+		if ttl := clientOf(t, client, key).PTTL(ctx, key).Val(); ttl < 50*time.Millisecond {
+			t.Fatalf("the key expires in %v, before the new limit fills it (100 ms)", ttl)
+		}
+	})
+}

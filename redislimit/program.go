@@ -107,13 +107,18 @@ func (p *program) limit(l *bucket.Limit) uint16 {
 		}
 	}
 	p.lims = append(p.lims, l)
+	p.limBuf = appendLimit(p.limBuf, l)
+	return uint16(len(p.lims))
+}
+
+// appendLimit appends l as the function reads a limit.
+func appendLimit(b []byte, l *bucket.Limit) []byte {
 	us, rem := 0.0, 0.0
 	if l.Kind == bucket.FixedWindow {
 		us, rem = split(l.Period)
 	}
-	p.limBuf = append(p.limBuf, byte(l.Kind))
-	p.limBuf = f64s(p.limBuf, l.Rate, float64(l.Period), l.Capacity, l.MaxReserved, us, rem)
-	return uint16(len(p.lims))
+	b = append(b, byte(l.Kind))
+	return f64s(b, l.Rate, float64(l.Period), l.Capacity, l.MaxReserved, us, rem)
 }
 
 // item adds item i of part pt's job and returns its index.

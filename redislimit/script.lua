@@ -620,4 +620,60 @@ local function run(keys, args)
   return concat(out, '', 1, nOut)
 end
 
+-- extend moves the expiries of buckets a changed limit reads (SetLimits)
+-- to when each is full under it, never earlier than they were: a key
+-- written under the old limit must not expire, and read full, before the
+-- new limit would fill it. keys: n buckets, then (with the client's
+-- clock) each one's expiry index. args[1]: the limit, as a program's;
+-- args[2]: the clock, as run's; args[3]: n. Keys that are not buckets are
+-- left alone. Returns how many expiries moved.
+local function extend(keys, args)
+  if not call then
+    pack, sunpack, call, concat, tunpack = struct.pack, struct.unpack, redis.call, table.concat, unpack
+    floor, huge, format = math.floor, math.huge, string.format
+  end
+  if args[2] == '' then
+    local t = call('TIME')
+    nus, nrem = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
+  else
+    nus, nrem = sunpack('<dd', args[2])
+  end
+  if not (nus >= 0 and nus < 4503599627370496) then
+    return redis.error_reply('RANGE ratelimit: clock outside the years 1970 to 2112')
+  end
+  LK[1], LR[1], LF[1], LC[1], LM[1], LPu[1], LPr[1] = sunpack('<Bdddddd', args[1], 1)
+  local n = tonumber(args[3])
+  local clientClock = #keys == 2 * n
+  local moved = 0
+  for j = 1, n do
+    IL[j] = 1
+    local b = redis.pcall('GET', keys[j])
+    if type(b) == 'string' and #b == 24 then
+      local v, u, r = sunpack('<ddd', b)
+      local tu = fullAt(j, v, u, r)
+      if clientClock then
+        if tu then
+          moved = moved + call('ZADD', keys[n + j], 'GT', 'CH', tu + 1, keys[j])
+        else
+          moved = moved + call('ZREM', keys[n + j], keys[j])
+        end
+      else
+        local cur = call('PEXPIRETIME', keys[j])
+        if tu then
+          local at = floor(tu / 1000) + 2
+          if cur >= 0 and at > cur then
+            call('PEXPIREAT', keys[j], format('%d', at))
+            moved = moved + 1
+          end
+        elseif cur >= 0 then
+          call('PERSIST', keys[j])
+          moved = moved + 1
+        end
+      end
+    end
+  end
+  return moved
+end
+
 redis.register_function{function_name = 'LIBRARY', callback = run}
+redis.register_function{function_name = 'LIBRARY_extend', callback = extend}

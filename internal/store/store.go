@@ -50,6 +50,15 @@ type LimitChecker interface {
 	CheckLimit(name string, perShard *bucket.Limit) error
 }
 
+// Relimiter is a Store whose buckets expire by the limit they were
+// written under (Redis). After SetLimits changed the limit name,
+// Relimited moves the expiries of its buckets (shards below shards) to
+// when each is full under perShard, never earlier, so that none expires,
+// and reads full, before the new limit fills it.
+type Relimiter interface {
+	Relimited(name string, perShard *bucket.Limit, shards int) error
+}
+
 // OpenLimiter opens a *ratelimit.Limiter whose buckets live in s; opts is
 // a ratelimit.Options. Package ratelimit sets it when it is initialised,
 // so that packages outside it (redislimit) can build a Limiter on another

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -91,15 +92,28 @@ func (e *Engine) SetConfig(cfg *config.Config) error {
 	// either finds its limit while the pointer changes.
 	both := e.cfg.Load().LimiterConfigs()
 	maps.Copy(both, next)
-	if err := e.lim.SetLimits(both); err != nil {
+	if err := e.setLimits(both); err != nil {
 		return fmt.Errorf("limits: %w", err)
 	}
 	e.cfg.Store(cfg)
 	e.forgetUnknownDomains()
-	if err := e.lim.SetLimits(next); err != nil {
+	if err := e.setLimits(next); err != nil {
 		return fmt.Errorf("limits: %w", err) // cannot happen: both validated them
 	}
 	return nil
+}
+
+// setLimits is Limiter.SetLimits. ErrUnavailable from it means the limits
+// serve, but a store whose keys expire by the limit they were written
+// under (Redis) could not move them all: logged, not refused, since the
+// limiter already decides by the new limits.
+func (e *Engine) setLimits(limits map[string]ratelimit.Config) error {
+	err := e.lim.SetLimits(limits)
+	if errors.Is(err, ratelimit.ErrUnavailable) {
+		e.log.Warn("the new limits serve, but some buckets' keys may expire by the old ones (and read full too soon)", slog.Any("err", err))
+		return nil
+	}
+	return err
 }
 
 // Healthy reports whether the limiter can decide: false once it has
