@@ -366,21 +366,28 @@ end
 local holds, nHolds = {}, 0
 local sweepN, verify, holdMs
 
--- begin reads the call's clock and program header, limits and items;
--- false and an error reply when the clock is out of range.
-local function begin(keys, args)
+-- clock binds the libraries on a function's first call, then reads its
+-- clock into (nus, nrem): the server's TIME when arg is '', else arg. It
+-- reports whether the reading is in range.
+local function clock(arg)
   if not call then
     pack, sunpack, call, concat, tunpack = struct.pack, struct.unpack, redis.call, table.concat, unpack
     floor, huge, format = math.floor, math.huge, string.format
   end
-  KEYS, prog = keys, args[1]
-  if args[2] == '' then
+  if arg == '' then
     local t = call('TIME')
     nus, nrem = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
   else
-    nus, nrem = sunpack('<dd', args[2])
+    nus, nrem = sunpack('<dd', arg)
   end
-  if not (nus >= 0 and nus < 4503599627370496) then -- 2^52 us: 1970 to 2112
+  return nus >= 0 and nus < 4503599627370496 -- 2^52 us: 1970 to 2112
+end
+
+-- begin reads the call's clock and program header, limits and items;
+-- false and an error reply when the clock is out of range.
+local function begin(keys, args)
+  KEYS, prog = keys, args[1]
+  if not clock(args[2]) then
     return false
   end
   local nL, nI, b0, nB
@@ -628,17 +635,7 @@ end
 -- args[2]: the clock, as run's; args[3]: n. Keys that are not buckets are
 -- left alone. Returns how many expiries moved.
 local function extend(keys, args)
-  if not call then
-    pack, sunpack, call, concat, tunpack = struct.pack, struct.unpack, redis.call, table.concat, unpack
-    floor, huge, format = math.floor, math.huge, string.format
-  end
-  if args[2] == '' then
-    local t = call('TIME')
-    nus, nrem = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
-  else
-    nus, nrem = sunpack('<dd', args[2])
-  end
-  if not (nus >= 0 and nus < 4503599627370496) then
+  if not clock(args[2]) then
     return redis.error_reply('RANGE ratelimit: clock outside the years 1970 to 2112')
   end
   LK[1], LR[1], LF[1], LC[1], LM[1], LPu[1], LPr[1] = sunpack('<Bdddddd', args[1], 1)
