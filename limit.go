@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
@@ -43,12 +42,9 @@ func (l *Limiter) Grantable(r Request) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	n := r.Count
-	if n == 0 {
-		n = 1
-	}
-	if !finite(n) || n < 0 {
-		return false, fmt.Errorf("%w: %v", ErrInvalidCount, n)
+	n, err := tokens(r.Count)
+	if err != nil {
+		return false, err
 	}
 	return n <= d.mostCount(r.Reserve), nil
 }

@@ -84,14 +84,24 @@ func (d *limitDef) sameBuckets(e *limitDef) bool {
 // grantable by full buckets (two full shards of a sharded limit), as the
 // decision itself computes it.
 func (d *limitDef) count(n float64, reserve bool) (float64, error) {
+	n, err := tokens(n)
+	if err != nil {
+		return 0, err
+	}
+	if most := d.mostCount(reserve); n > most {
+		return 0, fmt.Errorf("%w: %v exceeds the most limit %q can grant at once (%v)", ErrInvalidCount, n, d.name, most)
+	}
+	return n, nil
+}
+
+// tokens is a request's count as a number of tokens: 0 means 1; NaN,
+// infinite and negative counts are ErrInvalidCount.
+func tokens(n float64) (float64, error) {
 	if n == 0 {
 		n = 1
 	}
 	if !finite(n) || n < 0 {
 		return 0, fmt.Errorf("%w: %v", ErrInvalidCount, n)
-	}
-	if most := d.mostCount(reserve); n > most {
-		return 0, fmt.Errorf("%w: %v exceeds the most limit %q can grant at once (%v)", ErrInvalidCount, n, d.name, most)
 	}
 	return n, nil
 }

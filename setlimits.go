@@ -16,16 +16,18 @@ import (
 //
 // Buckets keep their stored state (value and ts) and are read under the
 // new config from then on, capped at its capacity: the same rule as
-// reopening a file with changed Options.Limits. (On Redis, where a
-// bucket's key expires by the limit it was written under, SetLimits moves
-// the expiries of the changed limits' keys: an error then is
-// ErrUnavailable, with the new limits in place; see redislimit's caveats.) A bucket of a limit that
+// reopening a file with changed Options.Limits. A bucket of a limit that
 // is removed, or of a shard beyond a limit's new Shards, is kept as it is
 // but no longer used; if the limit comes back it is read again. Requests
 // already under way when SetLimits returns may still be decided under the
 // config they started with; the buckets they store are kept under the new
-// one. Limits carried inline by requests are not
-// affected. Safe for concurrent use; SetLimits calls are serialised.
+// one. Limits carried inline by requests are not affected. Safe for
+// concurrent use; SetLimits calls are serialised.
+//
+// On Redis, where a bucket's key expires by the limit it was written
+// under, SetLimits moves the expiries of the changed limits' keys; an
+// error there is ErrUnavailable, with the new limits in place (see
+// redislimit's caveats).
 func (l *Limiter) SetLimits(limits map[string]Config) error {
 	if l.closed.Load() || l.store == nil {
 		return ErrClosed

@@ -23,22 +23,16 @@ func (fcallCmd) NoRetry() bool { return true }
 // gets the library loaded, and the call is sent once more.
 func (s *redisStore) exchange(r *round) {
 	ctx := context.Background()
-	nowArg := ""
-	if s.clock != nil {
-		now := s.clock()
-		if !clockInRange(now) {
-			for _, p := range r.progs {
-				s.failProgram(p, errClockRange)
-			}
-			return
+	nowArg, err := s.clockArg()
+	if err != nil {
+		for _, p := range r.progs {
+			s.failProgram(p, err)
 		}
-		us, rem := split(now)
-		nowArg = string(f64s(make([]byte, 0, 16), us, rem))
+		return
 	}
 	cmds := make([]fcallCmd, len(r.progs))
 	for i, p := range r.progs {
-		blob := p.build(s.ks, s.clock != nil, s.sweep, float64(s.holdTTL.Milliseconds()))
-		cmds[i] = s.fcallCmd(ctx, p.keys, blob, nowArg)
+		cmds[i] = s.programCmd(ctx, p, nowArg)
 	}
 	s.send(ctx, cmds)
 	var retry []int
@@ -59,19 +53,46 @@ func (s *redisStore) exchange(r *round) {
 	}
 	var foreign []*program
 	for i, p := range r.progs {
-		b, err := cmds[i].Text()
-		switch {
-		case err != nil && strings.Contains(err.Error(), notABucket) && len(p.parts) > 1:
+		if err := cmds[i].Err(); err != nil && strings.Contains(err.Error(), notABucket) && len(p.parts) > 1 {
 			foreign = append(foreign, p)
-		case err != nil:
-			s.failProgram(p, fmt.Errorf("redislimit: function call on tag %s: %w", tags[p.tags[0]], err))
-		default:
-			s.finishProgram(p, []byte(b))
+			continue
 		}
+		s.finishCmd(p, cmds[i])
 	}
 	if len(foreign) > 0 {
 		s.isolate(ctx, foreign, nowArg)
 	}
+}
+
+// clockArg is the clock argument of a function call: "" for the
+// servers' TIME, else Options.Now's reading as (us, rem); errClockRange
+// for a reading the function cannot represent.
+func (s *redisStore) clockArg() (string, error) {
+	if s.clock == nil {
+		return "", nil
+	}
+	now := s.clock()
+	if !clockInRange(now) {
+		return "", errClockRange
+	}
+	us, rem := split(now)
+	return string(f64s(make([]byte, 0, 16), us, rem)), nil
+}
+
+// programCmd builds p's function call.
+func (s *redisStore) programCmd(ctx context.Context, p *program, nowArg string) fcallCmd {
+	blob := p.build(s.ks, s.clock != nil, s.sweep, float64(s.holdTTL.Milliseconds())) // fills p.keys
+	return s.fcallCmd(ctx, p.keys, blob, nowArg)
+}
+
+// finishCmd finishes p's parts with the reply to its call, or its error.
+func (s *redisStore) finishCmd(p *program, cmd fcallCmd) {
+	b, err := cmd.Text()
+	if err != nil {
+		s.failProgram(p, fmt.Errorf("redislimit: function call on tag %s: %w", tags[p.tags[0]], err))
+		return
+	}
+	s.finishProgram(p, []byte(b))
 }
 
 // notABucket is in the error of a function call that met a key under
@@ -96,16 +117,11 @@ func (s *redisStore) isolate(ctx context.Context, progs []*program, nowArg strin
 	}
 	cmds := make([]fcallCmd, len(alone))
 	for i, q := range alone {
-		blob := q.build(s.ks, s.clock != nil, s.sweep, float64(s.holdTTL.Milliseconds())) // fills q.keys
-		cmds[i] = s.fcallCmd(ctx, q.keys, blob, nowArg)
+		cmds[i] = s.programCmd(ctx, q, nowArg)
 	}
 	s.send(ctx, cmds)
 	for i, q := range alone {
-		if b, err := cmds[i].Text(); err != nil {
-			s.failProgram(q, fmt.Errorf("redislimit: function call on tag %s: %w", tags[q.tags[0]], err))
-		} else {
-			s.finishProgram(q, []byte(b))
-		}
+		s.finishCmd(q, cmds[i])
 		putProgram(q)
 	}
 }

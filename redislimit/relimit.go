@@ -18,14 +18,9 @@ import (
 func (s *redisStore) Relimited(name string, l *bucket.Limit, shards int) error {
 	ctx := context.Background()
 	lim := string(appendLimit(nil, l))
-	nowArg := ""
-	if s.clock != nil {
-		now := s.clock()
-		if !clockInRange(now) {
-			return errClockRange
-		}
-		us, rem := split(now)
-		nowArg = string(f64s(make([]byte, 0, 16), us, rem))
+	nowArg, err := s.clockArg()
+	if err != nil {
+		return err
 	}
 	match := globEscape(s.ks.prefix) + "{*}*:" + strconv.Itoa(len(name)) + ":" + globEscape(name) + "*"
 	return eachMaster(ctx, s.client, func(ctx context.Context, c *redis.Client) error {

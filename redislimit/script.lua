@@ -363,6 +363,12 @@ local function fullAt(i, v, u, r)
   return nil
 end
 
+-- expiryMs is the servers' expiry, in Unix milliseconds, of a key whose
+-- bucket is full at tu (us): within two milliseconds after, never before.
+local function expiryMs(tu)
+  return floor(tu / 1000) + 2
+end
+
 local holds, nHolds = {}, 0
 local sweepN, verify, holdMs
 
@@ -584,7 +590,7 @@ local function writeBack()
           call('ZREM', KEYS[expK], KEYS[k])
         end
       elseif tu then -- whole milliseconds, as a decimal string (Redis 7.0 formats a number argument with %.17g, which costs more)
-        call('SET', KEYS[k], blob, 'PXAT', format('%d', floor(tu / 1000) + 2))
+        call('SET', KEYS[k], blob, 'PXAT', format('%d', expiryMs(tu)))
       else
         call('SET', KEYS[k], blob)
       end
@@ -657,7 +663,7 @@ local function extend(keys, args)
       else
         local cur = call('PEXPIRETIME', keys[j])
         if tu then
-          local at = floor(tu / 1000) + 2
+          local at = expiryMs(tu)
           if cur >= 0 and at > cur then
             call('PEXPIREAT', keys[j], format('%d', at))
             moved = moved + 1
