@@ -67,7 +67,7 @@ func (r *reloader) fingerprint() fingerprint {
 
 func (r *reloader) reloadLocked(reason string, fp fingerprint) error {
 	r.last, r.lastTime = fp, time.Now()
-	var certs *loadedCerts // the TLS files, read again: they change only with the configuration
+	var certs *loadedCerts // the TLS files, read again with the configuration (either changing reloads both)
 	cfg, err := config.Load(r.path, &r.opts)
 	if err == nil && r.tls != nil {
 		certs, err = r.tls.files.load()
