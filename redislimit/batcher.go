@@ -12,8 +12,8 @@ import (
 // server, where a call's keys need not share a slot, the tags share
 // programs: one function call decides for all of them); up to
 // maxRounds rounds are in flight at once. A caller that finds fewer in
-// flight runs one itself; sender goroutines run the rounds of work left
-// waiting when a round ends.
+// flight runs one itself, unless its context can end; sender goroutines
+// run the other rounds.
 type batcher struct {
 	s         *redisStore
 	mu        sync.Mutex
@@ -64,13 +64,24 @@ func (b *batcher) close() {
 }
 
 // submit queues parts, then, if fewer than maxRounds rounds are in
-// flight, runs a round on the caller's goroutine (its parts and whatever
-// else is waiting): no goroutine switch to send it. Work left waiting when
-// a round ends goes to a sender goroutine.
-func (b *batcher) submit(parts []part) {
+// flight, has a round sent: with inline, on the caller's goroutine (its
+// parts and whatever else is waiting), with no goroutine switch; else by
+// a sender goroutine, so that a caller whose context can end is never
+// inside a round it must finish, and can stop waiting when the context
+// ends. Work left waiting when a round ends goes to a sender goroutine.
+func (b *batcher) submit(parts []part, inline bool) {
 	b.mu.Lock()
 	b.enqueue(parts)
 	if b.rounds >= b.maxRounds || len(b.ready) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	if !inline {
+		// With fewer rounds in flight than senders, a sender that is not
+		// waiting is on its way back to take the work.
+		if b.idle > 0 {
+			b.wake.Signal()
+		}
 		b.mu.Unlock()
 		return
 	}

@@ -92,7 +92,11 @@
 // tag (its keys share a slot), pipelined in one exchange that go-redis
 // splits by master; on a single server one function call for all of them.
 // Two rounds may be in flight at once; a caller that finds fewer runs one
-// itself, so an idle store adds no goroutine switch.
+// itself, so an idle store adds no goroutine switch. A caller whose
+// context can end leaves its round to a sender goroutine instead, so that
+// it stops waiting as soon as the context ends, however long the server
+// takes to answer (its request may still be granted there: that can only
+// under-admit).
 //
 // # Calls across slots
 //

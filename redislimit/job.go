@@ -139,8 +139,8 @@ func (j *job) addPart(tag int32, kind uint8) *part {
 func (j *job) run(ctx context.Context, parts []part) (abandoned bool, err error) {
 	j.state.Store(jobQueued)
 	j.pending.Store(int32(len(parts)))
-	j.s.b.submit(parts)
 	stop := ctx.Done()
+	j.s.b.submit(parts, stop == nil)
 	if stop == nil {
 		<-j.done
 		return false, nil

@@ -246,6 +246,63 @@ func TestCancel(t *testing.T) {
 	}
 }
 
+// A caller whose context ends while the server does not answer gets the
+// context's error then, not the answer (or the client's read timeout)
+// later: it never waits inside a round it must finish.
+func TestCancelWhileTheServerDoesNotAnswer(t *testing.T) {
+	srv := ownServer(t)
+	l := open(t, srv.client(), ratelimit.Options{Limits: map[string]ratelimit.Config{
+		"l": {Kind: ratelimit.TokenBucket, Rate: 100, Period: S},
+	}})
+	ctx := context.Background()
+	if st, err := l.Limit(ctx, ratelimit.Request{Name: "l", Key: "warm"}); err != nil || !st.OK {
+		t.Fatal(st, err)
+	}
+	admin := srv.client()
+	defer admin.Close()
+	// The function writes, so a write pause holds every call of the store.
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", 60000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	paused := true
+	defer func() {
+		if paused {
+			admin.Do(ctx, "CLIENT", "UNPAUSE")
+		}
+	}()
+	calls := []struct {
+		name string
+		call func(context.Context) error
+	}{
+		{"Limit", func(ctx context.Context) error {
+			_, err := l.Limit(ctx, ratelimit.Request{Name: "l", Key: "k"})
+			return err
+		}},
+		{"LimitMany", func(ctx context.Context) error {
+			return l.LimitMany(ctx, []ratelimit.Request{{Name: "l", Key: "a"}, {Name: "l", Key: "b"}}, nil)[0].Err
+		}},
+		{"Check", func(ctx context.Context) error {
+			_, err := l.Check(ctx, ratelimit.Request{Name: "l", Key: "k"})
+			return err
+		}},
+	}
+	for _, c := range calls {
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		err := c.call(cctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s while the server is paused: %v, want the context's error", c.name, err)
+		}
+	}
+	if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	paused = false
+	if st, err := l.Limit(ctx, ratelimit.Request{Name: "l", Key: "after"}); err != nil || !st.OK {
+		t.Fatal(st, err)
+	}
+}
+
 // TestBadInputNeverReachesRedis: bad requests fail with the local
 // limiter's sentinels before anything is sent, even with the server gone,
 // and a bad part of a LimitAll takes nothing from the others.
