@@ -13,11 +13,14 @@ import (
 	"math"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 	bolt "go.etcd.io/bbolt"
 )
@@ -367,4 +370,51 @@ func deleteBatch(tx *bolt.Tx, end func(*bolt.Cursor) ([]byte, []byte)) error {
 		}
 	}
 	return nil
+}
+
+// blockingStore is a shared store, as Redis is (its keys expire by the
+// limit they were written under: store.Relimiter), whose Decide grants
+// every member but first sends on entered and waits for release to be
+// closed. Relimited records how many decisions were under way when it
+// ran.
+type blockingStore struct {
+	entered, release chan struct{}
+	under            atomic.Int32
+	mu               sync.Mutex
+	relimitedUnder   []int32
+}
+
+func newBlockingStore() *blockingStore {
+	return &blockingStore{entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (s *blockingStore) Partitions() int            { return 1 }
+func (s *blockingStore) Route(uint64, uint32) int32 { return 0 }
+func (s *blockingStore) Peek(*actor.Call)           {}
+func (s *blockingStore) Reset(*actor.Call)          {}
+func (s *blockingStore) Counts() actor.Counts       { return actor.Counts{} }
+func (s *blockingStore) Close() error               { return nil }
+func (s *blockingStore) Decide(_ context.Context, c *actor.Call) (bool, error) {
+	s.under.Add(1)
+	defer s.under.Add(-1)
+	s.entered <- struct{}{}
+	<-s.release
+	for i := range c.Members {
+		c.Members[i].OK = true
+	}
+	return false, nil
+}
+
+func (s *blockingStore) Relimited(string, *bucket.Limit, int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.relimitedUnder = append(s.relimitedUnder, s.under.Load())
+	return nil
+}
+
+// relimits returns what Relimited recorded.
+func (s *blockingStore) relimits() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.relimitedUnder)
 }

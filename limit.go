@@ -57,6 +57,9 @@ func (l *Limiter) decideOne(ctx context.Context, r *Request, op actor.Op, st *St
 	if err := l.usable(ctx); err != nil {
 		return err
 	}
+	if l.gate != nil { // a shared store: see callGate
+		defer l.gate.exit(l.gate.enter())
+	}
 	if err := checkKey(r.Key); err != nil {
 		return err
 	}

@@ -39,6 +39,9 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 	if err := l.usable(ctx); err != nil {
 		return Status{}, each, err
 	}
+	if l.gate != nil { // a shared store: see callGate
+		defer l.gate.exit(l.gate.enter())
+	}
 	if len(rs) == 0 {
 		return Status{OK: true}, each, nil
 	}

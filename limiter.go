@@ -29,6 +29,8 @@ type Limiter struct {
 	now    func() int64
 	logger *slog.Logger
 
+	gate *callGate // the calls under way, on a store that needs SetLimits to wait for them (nil: none)
+
 	inline       sync.Map // inlineKey -> *limitDef
 	inlineByName sync.Map // name -> *limitDef, the latest inline config seen
 
@@ -83,6 +85,9 @@ func openOn(opts Options, s store.Store) (*Limiter, error) {
 	}
 	if s != nil {
 		l.store = s
+		if _, ok := s.(store.Relimiter); ok {
+			l.gate = new(callGate)
+		}
 		return l, nil
 	}
 	maxBuckets := max(orDefault(opts.MaxBuckets, DefaultMaxBuckets), 0)

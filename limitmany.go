@@ -24,6 +24,9 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		}
 		return out
 	}
+	if l.gate != nil { // a shared store: see callGate
+		defer l.gate.exit(l.gate.enter())
+	}
 	c := actor.NewCall()
 	sc := manyPool.Get().(*manyScratch)
 	defer manyPool.Put(sc)

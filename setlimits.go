@@ -25,9 +25,11 @@ import (
 // concurrent use; SetLimits calls are serialised.
 //
 // On Redis, where a bucket's key expires by the limit it was written
-// under, SetLimits moves the expiries of the changed limits' keys; an
-// error there is ErrUnavailable, with the new limits in place (see
-// redislimit's caveats).
+// under, SetLimits first waits for the calls under way that may still
+// write a key under a limit it changed (each is bounded by its context
+// or the client's timeouts), then moves the expiries of the changed
+// limits' keys; an error there is ErrUnavailable, with the new limits in
+// place (see redislimit's caveats).
 func (l *Limiter) SetLimits(limits map[string]Config) error {
 	if l.closed.Load() || l.store == nil {
 		return ErrClosed
@@ -87,6 +89,19 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	if !ok {
 		return nil
 	}
+	changed := false
+	for name, d := range defs {
+		if o, ok := old[name]; ok && !o.sameBuckets(d) {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	// A call that resolved a limit before it changed may still write a
+	// bucket under it, with its expiry: wait for those, then move the
+	// expiries.
+	l.gate.wait()
 	for name, d := range defs {
 		if o, ok := old[name]; ok && !o.sameBuckets(d) {
 			if err := r.Relimited(name, &d.perShard, d.shards); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -128,5 +129,47 @@ func TestSetLimitsMatchesReopening(t *testing.T) {
 	}
 	if live[0] != 4 || live[1] != 2 { // a: 7 capped at 4; b: 1 + 12 s * 5/min
 		t.Fatalf("values %v, want [4 2]", live)
+	}
+}
+
+// On a shared store, SetLimits moves the keys' expiries only once the
+// calls that resolved a limit it changes are done: one of them could still
+// write a key under the old limit after the move. A reload that changes
+// no limit does not wait.
+func TestSetLimitsWaitsForCallsOnASharedStore(t *testing.T) {
+	fs := newBlockingStore()
+	l, err := openOn(Options{Limits: map[string]Config{"a": tokenBucket(10, 10)}}, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	limited := make(chan error, 1)
+	go func() {
+		_, err := l.Limit(context.Background(), Request{Name: "a", Key: "k"})
+		limited <- err
+	}()
+	<-fs.entered
+
+	if err := l.SetLimits(map[string]Config{"a": tokenBucket(10, 10), "b": tokenBucket(1, 1)}); err != nil {
+		t.Fatal(err) // "a" unchanged, "b" new: nothing to wait for
+	}
+	waiting := make(chan struct{})
+	l.gate.waiting = func() { close(waiting) }
+	set := make(chan error, 1)
+	go func() { set <- l.SetLimits(map[string]Config{"a": tokenBucket(1, 10)}) }()
+	select {
+	case err := <-set:
+		t.Fatalf("SetLimits returned (%v) while a call that resolved the old limit was under way", err)
+	case <-waiting:
+	}
+	close(fs.release)
+	if err := <-limited; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-set; err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.relimits(); !slices.Equal(got, []int32{0}) {
+		t.Fatalf("Relimited ran with %v decisions under way, want once with none", got)
 	}
 }

@@ -154,12 +154,10 @@
 //   - With the servers' clock, a master whose clock steps back after a
 //     key expired may let that bucket refill over the step.
 //   - A key's expiry is set when it is written, by the limit of that time.
-//     SetLimits therefore scans every master for the keys of each limit it
-//     changes and moves their expiries to when each is full under the new
-//     limit, never earlier (a function call per slot and batch of keys):
-//     it takes as long as the scan. A request already under way when
-//     SetLimits changed its limit may still write its key by the old one:
-//     that key can read full up to the old limit's time to fill too soon,
-//     and be granted up to the new capacity more than in memory.
+//     SetLimits therefore waits for the calls under way that may still
+//     write a key by a limit it changes, then scans every master for that
+//     limit's keys and moves their expiries to when each is full under the
+//     new limit, never earlier (a function call per slot and batch of
+//     keys): it takes as long as the slowest of those calls and the scan.
 //   - Close does not close the client.
 package redislimit

@@ -1,0 +1,40 @@
+package ratelimit
+
+import "testing"
+
+func TestCallGate(t *testing.T) {
+	var g callGate
+	waited := 0
+	g.waiting = func() { waited++ }
+	g.wait() // nothing under way
+	if waited != 0 {
+		t.Fatalf("wait with no call under way waited")
+	}
+
+	// A call under way holds wait; a call that enters once wait has begun
+	// does not.
+	old := g.enter()
+	var late uint32
+	g.waiting = func() {
+		waited++
+		late = g.enter()
+		g.exit(old)
+	}
+	g.wait()
+	if waited != 1 {
+		t.Fatalf("wait did not wait for the call under way (waited %d times)", waited)
+	}
+	g.waiting = func() {
+		waited++
+		g.exit(late)
+	}
+	g.wait() // the late call is now the one under way
+	if waited != 2 {
+		t.Fatalf("the next wait did not wait for the call that entered during the previous one (waited %d times)", waited)
+	}
+	for e := range g.calls {
+		if n := g.calls[e].Load(); n != 0 {
+			t.Fatalf("epoch %d counts %d calls after all exited", e, n)
+		}
+	}
+}
