@@ -1,6 +1,9 @@
 package ratelimit
 
-import "testing"
+import (
+	"sync/atomic"
+	"testing"
+)
 
 func TestCallGate(t *testing.T) {
 	var g callGate
@@ -14,11 +17,11 @@ func TestCallGate(t *testing.T) {
 	// A call under way holds wait; a call that enters once wait has begun
 	// does not.
 	old := g.enter()
-	var late uint32
+	var late *atomic.Int64
 	g.waiting = func() {
 		waited++
 		late = g.enter()
-		g.exit(old)
+		old.Add(-1)
 	}
 	g.wait()
 	if waited != 1 {
@@ -26,7 +29,7 @@ func TestCallGate(t *testing.T) {
 	}
 	g.waiting = func() {
 		waited++
-		g.exit(late)
+		late.Add(-1)
 	}
 	g.wait() // the late call is now the one under way
 	if waited != 2 {

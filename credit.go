@@ -25,8 +25,9 @@ func (l *Limiter) Credit(ctx context.Context, name, key string, count float64) e
 	if err := l.usable(ctx); err != nil {
 		return err
 	}
-	if l.gate != nil { // a shared store: see callGate
-		defer l.gate.exit(l.gate.enter())
+	g := l.holdGate()
+	if g.n != nil { // a shared store: see callGate
+		defer g.drop()
 	}
 	if err := checkKey(key); err != nil {
 		return err

@@ -375,13 +375,16 @@ func deleteBatch(tx *bolt.Tx, end func(*bolt.Cursor) ([]byte, []byte)) error {
 // blockingStore is a shared store, as Redis is (its keys expire by the
 // limit they were written under: store.Relimiter), whose Decide grants
 // every member but first sends on entered and waits for release to be
-// closed. Relimited records how many decisions were under way when it
-// ran.
+// closed. A call whose context ends first is abandoned: Decide returns,
+// and the store keeps the call until release is closed, as a store whose
+// request is already on its way to the server does. Relimited records how
+// many calls the store held when it ran.
 type blockingStore struct {
 	entered, release chan struct{}
 	under            atomic.Int32
 	mu               sync.Mutex
 	relimitedUnder   []int32
+	relimitedNames   []string
 }
 
 func newBlockingStore() *blockingStore {
@@ -394,27 +397,38 @@ func (s *blockingStore) Peek(*actor.Call)           {}
 func (s *blockingStore) Reset(*actor.Call)          {}
 func (s *blockingStore) Counts() actor.Counts       { return actor.Counts{} }
 func (s *blockingStore) Close() error               { return nil }
-func (s *blockingStore) Decide(_ context.Context, c *actor.Call) (bool, error) {
+func (s *blockingStore) Decide(ctx context.Context, c *actor.Call) (bool, error) {
 	s.under.Add(1)
-	defer s.under.Add(-1)
 	s.entered <- struct{}{}
-	<-s.release
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		go func() {
+			<-s.release
+			s.under.Add(-1)
+			c.Release()
+		}()
+		return true, ctx.Err()
+	}
+	s.under.Add(-1)
 	for i := range c.Members {
 		c.Members[i].OK = true
 	}
 	return false, nil
 }
 
-func (s *blockingStore) Relimited(string, *bucket.Limit, int) error {
+func (s *blockingStore) Relimited(name string, _ *bucket.Limit, _ int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.relimitedUnder = append(s.relimitedUnder, s.under.Load())
+	s.relimitedNames = append(s.relimitedNames, name)
 	return nil
 }
 
-// relimits returns what Relimited recorded.
-func (s *blockingStore) relimits() []int32 {
+// relimits returns what Relimited recorded: the calls held, and the
+// limits, of each Relimited so far.
+func (s *blockingStore) relimits() ([]int32, []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.relimitedUnder)
+	return slices.Clone(s.relimitedUnder), slices.Clone(s.relimitedNames)
 }

@@ -57,8 +57,9 @@ func (l *Limiter) decideOne(ctx context.Context, r *Request, op actor.Op, st *St
 	if err := l.usable(ctx); err != nil {
 		return err
 	}
-	if l.gate != nil { // a shared store: see callGate
-		defer l.gate.exit(l.gate.enter())
+	g := l.holdGate()
+	if g.n != nil { // a shared store: see callGate
+		defer g.drop()
 	}
 	if err := checkKey(r.Key); err != nil {
 		return err
@@ -88,6 +89,7 @@ func (l *Limiter) decideOne(ctx context.Context, r *Request, op actor.Op, st *St
 	}
 	c := actor.NewCall()
 	c.Atomic = true // a sharded request's two shards are one decision
+	g.hand(c)       // held until the store is done with c
 	l.addMember(c, d, r.Key, op, n, r.Reserve)
 	if abandoned, err := l.store.Decide(ctx, c); err != nil {
 		if !abandoned {

@@ -39,14 +39,16 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 	if err := l.usable(ctx); err != nil {
 		return Status{}, each, err
 	}
-	if l.gate != nil { // a shared store: see callGate
-		defer l.gate.exit(l.gate.enter())
+	g := l.holdGate()
+	if g.n != nil { // a shared store: see callGate
+		defer g.drop()
 	}
 	if len(rs) == 0 {
 		return Status{OK: true}, each, nil
 	}
 	c := actor.NewCall()
 	c.Atomic = true
+	g.hand(c) // held until the store is done with c
 	defs := make([]*limitDef, len(rs))
 	for i, r := range rs {
 		err := checkKey(r.Key)

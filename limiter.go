@@ -37,13 +37,14 @@ type Limiter struct {
 	closed      atomic.Bool
 	stopBG      chan struct{}
 	bgDone      sync.WaitGroup
-	snapMu      sync.Mutex    // one snapshot at a time
-	limitsMu    sync.Mutex    // one SetLimits at a time
-	limitsGen   uint64        // SetLimits calls made; guarded by limitsMu
-	unavailable atomic.Uint64 // requests answered with ErrUnavailable
-	lastSnap    atomic.Int64  // Unix nanoseconds of the last snapshot (or Open)
-	snapBytes   atomic.Int64  // log bytes written when the last snapshot began (minus the tail recovered at Open)
-	snapshots   atomic.Uint64 // snapshots written since Open
+	snapMu      sync.Mutex           // one snapshot at a time
+	limitsMu    sync.Mutex           // one SetLimits at a time
+	limitsGen   uint64               // SetLimits calls made; guarded by limitsMu
+	retired     map[string]*limitDef // on a shared store, the last config of each named limit SetLimits removed; guarded by limitsMu
+	unavailable atomic.Uint64        // requests answered with ErrUnavailable
+	lastSnap    atomic.Int64         // Unix nanoseconds of the last snapshot (or Open)
+	snapBytes   atomic.Int64         // log bytes written when the last snapshot began (minus the tail recovered at Open)
+	snapshots   atomic.Uint64        // snapshots written since Open
 }
 
 func init() {

@@ -24,10 +24,12 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 		}
 		return out
 	}
-	if l.gate != nil { // a shared store: see callGate
-		defer l.gate.exit(l.gate.enter())
+	g := l.holdGate()
+	if g.n != nil { // a shared store: see callGate
+		defer g.drop()
 	}
 	c := actor.NewCall()
+	g.hand(c) // held until the store is done with c
 	sc := manyPool.Get().(*manyScratch)
 	defer manyPool.Put(sc)
 	sc.reset(l.store.Partitions())

@@ -28,8 +28,10 @@ import (
 // under, SetLimits first waits for the calls under way that may still
 // write a key under a limit it changed (each is bounded by its context
 // or the client's timeouts), then moves the expiries of the changed
-// limits' keys; an error there is ErrUnavailable, with the new limits in
-// place (see redislimit's caveats).
+// limits' keys (a limit that an earlier SetLimits removed counts as
+// changed when it comes back with other buckets); an error there is
+// ErrUnavailable, with the new limits in place (see redislimit's
+// caveats).
 func (l *Limiter) SetLimits(limits map[string]Config) error {
 	if l.closed.Load() || l.store == nil {
 		return ErrClosed
@@ -89,9 +91,28 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	if !ok {
 		return nil
 	}
+	// A limit's keys expire by the last config it had, also one that a
+	// SetLimits since removed.
+	prev := make(map[string]*limitDef, len(defs))
+	for name := range defs {
+		if o, ok := old[name]; ok {
+			prev[name] = o
+		} else if o, ok := l.retired[name]; ok {
+			prev[name] = o
+		}
+	}
+	for name, o := range old {
+		if _, ok := defs[name]; !ok {
+			if l.retired == nil {
+				l.retired = make(map[string]*limitDef)
+			}
+			l.retired[name] = o
+		}
+	}
 	changed := false
 	for name, d := range defs {
-		if o, ok := old[name]; ok && !o.sameBuckets(d) {
+		delete(l.retired, name)
+		if o, ok := prev[name]; ok && !o.sameBuckets(d) {
 			changed = true
 		}
 	}
@@ -103,7 +124,7 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	// expiries.
 	l.gate.wait()
 	for name, d := range defs {
-		if o, ok := old[name]; ok && !o.sameBuckets(d) {
+		if o, ok := prev[name]; ok && !o.sameBuckets(d) {
 			if err := r.Relimited(name, &d.perShard, d.shards); err != nil {
 				l.unavailable.Add(1)
 				return fmt.Errorf("%w: limit %q: moving its buckets' expiries to the new limit: %w", ErrUnavailable, name, err)

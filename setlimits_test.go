@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -133,43 +134,92 @@ func TestSetLimitsMatchesReopening(t *testing.T) {
 }
 
 // On a shared store, SetLimits moves the keys' expiries only once the
-// calls that resolved a limit it changes are done: one of them could still
-// write a key under the old limit after the move. A reload that changes
-// no limit does not wait.
+// calls that resolved a limit it changes are done with, also one whose
+// caller gave up while the store still had it: either could still write a
+// key under the old limit after the move. A reload that changes no limit
+// does not wait.
 func TestSetLimitsWaitsForCallsOnASharedStore(t *testing.T) {
+	for _, abandon := range []bool{false, true} {
+		t.Run(fmt.Sprintf("abandoned=%v", abandon), func(t *testing.T) {
+			fs := newBlockingStore()
+			l, err := openOn(Options{Limits: map[string]Config{"a": tokenBucket(10, 10)}}, fs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			limited := make(chan error, 1)
+			go func() {
+				_, err := l.Limit(ctx, Request{Name: "a", Key: "k"})
+				limited <- err
+			}()
+			<-fs.entered
+			if abandon {
+				cancel()
+				if err := <-limited; !errors.Is(err, context.Canceled) {
+					t.Fatalf("Limit after its context ended: %v", err)
+				}
+			}
+
+			if err := l.SetLimits(map[string]Config{"a": tokenBucket(10, 10), "b": tokenBucket(1, 1)}); err != nil {
+				t.Fatal(err) // "a" unchanged, "b" new: nothing to wait for
+			}
+			waiting := make(chan struct{})
+			l.gate.waiting = func() { close(waiting) }
+			set := make(chan error, 1)
+			go func() { set <- l.SetLimits(map[string]Config{"a": tokenBucket(1, 10)}) }()
+			select {
+			case err := <-set:
+				t.Fatalf("SetLimits returned (%v) while the store still had a call that resolved the old limit", err)
+			case <-waiting:
+			}
+			close(fs.release)
+			if !abandon {
+				if err := <-limited; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := <-set; err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := fs.relimits(); !slices.Equal(got, []int32{0}) {
+				t.Fatalf("Relimited ran while the store held %v calls, want once with none", got)
+			}
+		})
+	}
+}
+
+// On a shared store, a limit that SetLimits removed and a later call adds
+// back with other buckets is relimited as a changed one: its keys still
+// expire by the config it had before the removal.
+func TestSetLimitsRelimitsALimitAddedBack(t *testing.T) {
 	fs := newBlockingStore()
-	l, err := openOn(Options{Limits: map[string]Config{"a": tokenBucket(10, 10)}}, fs)
+	close(fs.release)
+	l, err := openOn(Options{Limits: map[string]Config{"a": tokenBucket(10, 10), "b": tokenBucket(10, 10)}}, fs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	limited := make(chan error, 1)
-	go func() {
-		_, err := l.Limit(context.Background(), Request{Name: "a", Key: "k"})
-		limited <- err
-	}()
-	<-fs.entered
-
-	if err := l.SetLimits(map[string]Config{"a": tokenBucket(10, 10), "b": tokenBucket(1, 1)}); err != nil {
-		t.Fatal(err) // "a" unchanged, "b" new: nothing to wait for
+	steps := []struct {
+		limits map[string]Config
+		want   []string // limits relimited
+	}{
+		{map[string]Config{"b": tokenBucket(10, 10)}, nil},                                    // "a" removed
+		{map[string]Config{"a": tokenBucket(1, 10), "b": tokenBucket(10, 10)}, []string{"a"}}, // back, changed
+		{map[string]Config{"a": tokenBucket(1, 10), "b": tokenBucket(10, 10)}, nil},           // the same again
+		{map[string]Config{"a": tokenBucket(1, 10)}, nil},                                     // "b" removed
+		{map[string]Config{"a": tokenBucket(1, 10), "b": tokenBucket(10, 10)}, nil},           // back, as it was
+		{map[string]Config{"a": tokenBucket(1, 10), "c": tokenBucket(5, 5)}, nil},             // "c" never seen
 	}
-	waiting := make(chan struct{})
-	l.gate.waiting = func() { close(waiting) }
-	set := make(chan error, 1)
-	go func() { set <- l.SetLimits(map[string]Config{"a": tokenBucket(1, 10)}) }()
-	select {
-	case err := <-set:
-		t.Fatalf("SetLimits returned (%v) while a call that resolved the old limit was under way", err)
-	case <-waiting:
-	}
-	close(fs.release)
-	if err := <-limited; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-set; err != nil {
-		t.Fatal(err)
-	}
-	if got := fs.relimits(); !slices.Equal(got, []int32{0}) {
-		t.Fatalf("Relimited ran with %v decisions under way, want once with none", got)
+	for i, step := range steps {
+		_, before := fs.relimits()
+		if err := l.SetLimits(step.limits); err != nil {
+			t.Fatal(err)
+		}
+		_, after := fs.relimits()
+		if got := after[len(before):]; !slices.Equal(got, step.want) {
+			t.Errorf("step %d: relimited %q, want %q", i, got, step.want)
+		}
 	}
 }

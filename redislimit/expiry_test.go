@@ -186,5 +186,25 @@ func TestSetLimitsMovesExpiries(t *testing.T) {
 		if ttl := clientOf(t, client, key).PTTL(ctx, key).Val(); ttl < 50*time.Millisecond {
 			t.Fatalf("the key expires in %v, before the new limit fills it (100 ms)", ttl)
 		}
+		// A limit removed, then added back with other buckets: 10 ms to
+		// fill under the config it had, 1 s under the one it comes back with.
+		prefix = testPrefix(t) + "r"
+		fast.Capacity = 10
+		l3 := openPrefix(t, client, prefix, ratelimit.Options{Limits: map[string]ratelimit.Config{"l": fast, "w": fast}})
+		if st, err := l3.Limit(ctx, ratelimit.Request{Name: "l", Key: "k", Count: 10}); err != nil || !st.OK {
+			t.Fatal(st, err)
+		}
+		if err := l3.SetLimits(map[string]ratelimit.Config{"w": fast}); err != nil {
+			t.Fatal(err)
+		}
+		back := fast
+		back.Capacity = 1000
+		if err := l3.SetLimits(map[string]ratelimit.Config{"l": back, "w": fast}); err != nil {
+			t.Fatal(err)
+		}
+		key = keyOf(prefix, "l", "k")
+		if ttl := clientOf(t, client, key).PTTL(ctx, key).Val(); ttl < 500*time.Millisecond {
+			t.Fatalf("the key of a limit added back expires in %v, before its new config fills it (1 s)", ttl)
+		}
 	})
 }

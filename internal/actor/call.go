@@ -119,7 +119,8 @@ type Call struct {
 	cancel     bool // a single-message call: may be abandoned
 	oneMsg     bool // sent as one message: its waiter is w (see msgWaiter)
 	w          msgWaiter
-	uncounted  bool // a step of another call: not a decision of its own
+	uncounted  bool          // a step of another call: not a decision of its own
+	held       *atomic.Int64 // see Hold
 	// inline: the caller runs this call's only message itself, in memory
 	// mode, so its end needs no signal; finished: it ended that way.
 	// Both are the caller's goroutine's (see Partition.send).
@@ -164,9 +165,19 @@ func (c *Call) States() []bucket.State {
 	return out
 }
 
-// Release returns c to the pool. It must not be used afterwards, and must
+// Hold makes c hold one count of n (a count of calls under way) until it
+// is released: a count its caller took, which must last while the call
+// may still be decided, and an abandoned call outlives its caller's wait.
+// Release ends the hold.
+func (c *Call) Hold(n *atomic.Int64) { c.held = n }
+
+// Release returns c to the pool, ending its Hold. It must not be used afterwards, and must
 // not be released if Wait reported it abandoned.
 func (c *Call) Release() {
+	if c.held != nil {
+		c.held.Add(-1)
+		c.held = nil
+	}
 	clear(c.Items) // drop string and limit references
 	clear(c.Members)
 	c.Items, c.Members, c.ranges = c.Items[:0], c.Members[:0], c.ranges[:0]
