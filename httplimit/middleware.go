@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit"
@@ -76,7 +77,7 @@ type middleware struct {
 	opts   Options
 	key    KeyFunc
 	logger *slog.Logger
-	policy string // the RateLimit-Policy field value
+	policy atomic.Pointer[policy] // as of the limits' configs last read
 	limits []limitRef
 
 	// sleep waits d or until ctx ends (a test hook).
@@ -88,8 +89,14 @@ type middleware struct {
 // is nil, no limit is named, a name is repeated, unknown to l, or not
 // printable ASCII (it must fit a header field), Reserve is set and a
 // limit's MaxReserved is 0, or (with no Cost function, so every request
-// costs 1) a limit can never grant one token to a request: a capacity
-// below 1, or, for a sharded limit, two shards' capacity below 1.
+// costs 1) a limit can never grant one token to a request
+// (Limiter.Grantable).
+//
+// The middleware reads the limits' configs on every request, so it
+// follows Limiter.SetLimits: RateLimit-Policy describes the configs of
+// the moment, and a limit that SetLimits gives MaxReserved 0 while
+// Reserve is set makes requests fail with ErrOptions (503, or OnError)
+// until it is set again.
 func Middleware(l *ratelimit.Limiter, opts Options) (func(http.Handler) http.Handler, error) {
 	m, err := newMiddleware(l, opts)
 	if err != nil {
@@ -128,7 +135,6 @@ func newMiddleware(l *ratelimit.Limiter, opts Options) (*middleware, error) {
 	for _, name := range opts.GlobalLimits {
 		refs = append(refs, limitRef{name: name, global: true})
 	}
-	items := make([]string, 0, len(refs))
 	seen := make(map[string]bool, len(refs))
 	for _, ref := range refs {
 		name := ref.name
@@ -139,19 +145,17 @@ func newMiddleware(l *ratelimit.Limiter, opts Options) (*middleware, error) {
 			return nil, fmt.Errorf("%w: limit name %q is not printable ASCII", ErrOptions, name)
 		}
 		seen[name] = true
-		c, ok := l.Config(name)
-		if !ok {
+		if _, ok := l.Config(name); !ok {
 			return nil, fmt.Errorf("%w: %q", ratelimit.ErrUnknownLimit, name)
 		}
-		if opts.Reserve && c.MaxReserved == 0 {
-			return nil, fmt.Errorf("%w: Reserve with limit %q, whose MaxReserved is 0 (unlimited): a request could hold its connection for as long as any debt takes to repay", ErrOptions, name)
+		if ok, err := l.Grantable(ratelimit.Request{Name: name, Count: 1, Reserve: opts.Reserve}); opts.Cost == nil && err == nil && !ok {
+			return nil, fmt.Errorf("%w: limit %q can never grant a request one token, and every request costs 1: it would answer every request 413", ErrOptions, name)
 		}
-		if most := oneRequestMost(c); opts.Cost == nil && most < 1 {
-			return nil, fmt.Errorf("%w: limit %q can grant at most %v tokens to one request, and every request costs 1: it would answer every request 413", ErrOptions, name, most)
-		}
-		items = append(items, policyItem(name, c))
 	}
-	m := &middleware{l: l, opts: opts, key: opts.Key, logger: opts.Logger, policy: strings.Join(items, ", "), limits: refs, sleep: sleep}
+	m := &middleware{l: l, opts: opts, key: opts.Key, logger: opts.Logger, limits: refs, sleep: sleep}
+	if p := m.readPolicy(); p.err != nil {
+		return nil, p.err
+	}
 	if m.key == nil {
 		m.key = ClientIP()
 	}
@@ -189,7 +193,11 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
-	st, err := m.decide(ctx, key, cost)
+	p := m.currentPolicy()
+	st, err := ratelimit.Status{}, p.err
+	if err == nil {
+		st, err = m.decide(ctx, key, cost)
+	}
 	if err != nil {
 		if m.opts.FailOpen && !errors.Is(err, ratelimit.ErrInvalidCount) && !errors.Is(err, ratelimit.ErrTooManyKeys) && ctx.Err() == nil {
 			m.logger.WarnContext(ctx, "httplimit: limiter failed, request let through (FailOpen)", "err", err, "key", key)
@@ -200,7 +208,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	h := w.Header()
-	h.Set(fieldPolicy, m.policy)
+	h.Set(fieldPolicy, p.field)
 	if !st.OK {
 		writeDenied(w, st)
 		return
@@ -269,8 +277,10 @@ func (m *middleware) refuse(w http.ResponseWriter, r *http.Request, err error) {
 // handler that decides by itself (an LLM token budget taken inside the
 // handler, say): 429 Too Many Requests with Retry-After, the RateLimit
 // field and the JSON body (see the package doc), and, when l is not nil,
-// RateLimit-Policy for the limit that denied. st must be a denial
-// (st.OK false) from a call that returned no error.
+// RateLimit-Policy for the limit that denied, as l has it under that name:
+// pass a nil l for a denial of a request that carried its own config
+// (ratelimit.Request.Config), which the policy would not describe. st must
+// be a denial (st.OK false) from a call that returned no error.
 func WriteDenied(w http.ResponseWriter, l *ratelimit.Limiter, st ratelimit.Status) {
 	if l != nil && validName(st.Limit) {
 		if c, ok := l.Config(st.Limit); ok {
@@ -289,14 +299,50 @@ func writeDenied(w http.ResponseWriter, st ratelimit.Status) {
 	writeJSON(w, http.StatusTooManyRequests, denial{"rate limited", st.Limit, ceilSeconds(st.RetryAfter)})
 }
 
-// oneRequestMost is the most tokens a limit of config c grants one
-// request: its capacity, or two shards' for a sharded limit (a request
-// takes from two shards at most).
-func oneRequestMost(c ratelimit.Config) float64 {
-	if c.Shards > 1 {
-		return 2 * c.Capacity / float64(c.Shards)
+// policy is what the middleware's limits' configs, as last read, give
+// every request: the RateLimit-Policy field, or why the middleware cannot
+// serve under them.
+type policy struct {
+	configs []ratelimit.Config // per limit; zero for one the limiter no longer has
+	field   string
+	err     error
+}
+
+// currentPolicy returns the policy of the limits' configs as they are now
+// (SetLimits may have changed them since the last request), reading it
+// again when one changed.
+func (m *middleware) currentPolicy() *policy {
+	p := m.policy.Load()
+	for i, ref := range m.limits {
+		if c, ok := m.l.Config(ref.name); ok && c != p.configs[i] {
+			return m.readPolicy()
+		}
 	}
-	return c.Capacity
+	return p
+}
+
+// readPolicy reads the limits' configs and stores their policy. A limit
+// the limiter no longer has is left out of the field (the request then
+// fails with ratelimit.ErrUnknownLimit). A limit whose MaxReserved is 0
+// while Reserve is set is an error (ErrOptions): a request could hold its
+// connection for as long as any debt takes to repay.
+func (m *middleware) readPolicy() *policy {
+	p := &policy{configs: make([]ratelimit.Config, len(m.limits))}
+	items := make([]string, 0, len(m.limits))
+	for i, ref := range m.limits {
+		c, ok := m.l.Config(ref.name)
+		if !ok {
+			continue
+		}
+		if m.opts.Reserve && c.MaxReserved == 0 && p.err == nil {
+			p.err = fmt.Errorf("%w: Reserve with limit %q, whose MaxReserved is 0 (unlimited): a request could hold its connection for as long as any debt takes to repay", ErrOptions, ref.name)
+		}
+		p.configs[i] = c
+		items = append(items, policyItem(ref.name, c))
+	}
+	p.field = strings.Join(items, ", ")
+	m.policy.Store(p)
+	return p
 }
 
 // denial is the body of a 429.

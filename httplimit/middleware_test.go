@@ -280,6 +280,7 @@ func TestMiddlewareOptions(t *testing.T) {
 		"api": tb(1, time.Second, 0), "bad\nname": tb(1, time.Second, 0),
 		"tiny": tb(10, time.Second, 0.5), "sharded": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Second, Capacity: 1.5, Shards: 4},
 		"sharded ok": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Second, Capacity: 2, Shards: 4},
+		"tiny reserved": {Kind: ratelimit.TokenBucket, Rate: 0.5, Period: time.Second, MaxReserved: 10},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -300,6 +301,7 @@ func TestMiddlewareOptions(t *testing.T) {
 		{"two shards below one request", l, Options{GlobalLimits: []string{"sharded"}}, ErrOptions},
 		{"two shards make one request", l, Options{GlobalLimits: []string{"sharded ok"}}, nil},
 		{"a Cost may ask for less", l, Options{Limits: []string{"tiny"}, Cost: func(*http.Request) float64 { return 0.5 }}, nil},
+		{"a reservation may go into debt", l, Options{Limits: []string{"tiny reserved"}, Reserve: true}, nil},
 	} {
 		if _, err := Middleware(tc.l, tc.opts); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
@@ -372,6 +374,39 @@ func TestReserveNeedsMaxReserved(t *testing.T) {
 	defer l.Close()
 	if _, err := Middleware(l, Options{Limits: []string{"u"}, Reserve: true}); !errors.Is(err, ErrOptions) {
 		t.Fatalf("Reserve with unlimited MaxReserved: %v, want ErrOptions", err)
+	}
+}
+
+// The middleware follows SetLimits: RateLimit-Policy describes the
+// limits' configs of the moment, and a limit that loses its MaxReserved
+// under Reserve refuses requests (503) until it has one again.
+func TestMiddlewareFollowsSetLimits(t *testing.T) {
+	api := tb(100, time.Minute, 0)
+	api.MaxReserved = 10
+	e := newEnv(t, map[string]ratelimit.Config{"api": api}, Options{Limits: []string{"api"}, Reserve: true})
+	if got := e.get(t); got.code != http.StatusOK || got.policy != `"api";q=100;w=60` {
+		t.Fatalf("before SetLimits: %+v", got)
+	}
+	faster := tb(5, time.Second, 0)
+	faster.MaxReserved = 1
+	if err := e.l.SetLimits(map[string]ratelimit.Config{"api": faster}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(t); got.code != http.StatusOK || got.policy != `"api";q=5;w=1` {
+		t.Fatalf("after SetLimits to 5/s: %+v, want the policy q=5;w=1", got)
+	}
+	if err := e.l.SetLimits(map[string]ratelimit.Config{"api": tb(5, time.Second, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	served := e.served
+	if got := e.get(t); got.code != http.StatusServiceUnavailable || e.served != served {
+		t.Fatalf("Reserve after SetLimits made MaxReserved 0 (unlimited): %+v, want 503, not served", got)
+	}
+	if err := e.l.SetLimits(map[string]ratelimit.Config{"api": faster}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(t); got.code != http.StatusOK {
+		t.Fatalf("after MaxReserved is back: %+v", got)
 	}
 }
 
