@@ -27,6 +27,7 @@
 package ratelimitprom
 
 import (
+	"errors"
 	"math"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,7 +45,8 @@ const (
 
 // NewCollector returns a collector of l's Stats with metric names prefixed
 // by namespace (for example "ratelimit"; "" for none). Register it with a
-// prometheus.Registerer.
+// prometheus.Registerer. With a nil l every collection fails with an
+// error (a scrape then reports it) rather than a panic.
 func NewCollector(l *ratelimit.Limiter, namespace string) prometheus.Collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
@@ -68,6 +70,8 @@ func NewCollector(l *ratelimit.Limiter, namespace string) prometheus.Collector {
 	}
 }
 
+var errNilLimiter = errors.New("ratelimitprom: NewCollector was given a nil *ratelimit.Limiter")
+
 type collector struct {
 	l *ratelimit.Limiter
 
@@ -84,6 +88,10 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	if c.l == nil {
+		ch <- prometheus.NewInvalidMetric(c.decisions, errNilLimiter)
+		return
+	}
 	s := c.l.Stats()
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)

@@ -230,6 +230,19 @@ func TestRegistrationCollision(t *testing.T) {
 	}
 }
 
+// A collector of a nil limiter fails every scrape with an error, never a
+// panic (a registry collects in goroutines of its own: a panic there would
+// end the process).
+func TestNilLimiter(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(NewCollector(nil, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "nil *ratelimit.Limiter") {
+		t.Fatalf("Gather: %v, want the nil limiter's error", err)
+	}
+}
+
 // TestConcurrentScrapes: scrapes racing with traffic and Close (-race).
 func TestConcurrentScrapes(t *testing.T) {
 	l := open(t, "")
