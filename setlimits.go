@@ -123,6 +123,9 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	// bucket under it, with its expiry: wait for those, then move the
 	// expiries.
 	l.gate.wait()
+	if l.closed.Load() { // while it waited: the store, and maybe its client, are gone
+		return ErrClosed
+	}
 	for name, d := range defs {
 		if o, ok := prev[name]; ok && !o.sameBuckets(d) {
 			if err := r.Relimited(name, &d.perShard, d.shards); err != nil {

@@ -223,3 +223,35 @@ func TestSetLimitsRelimitsALimitAddedBack(t *testing.T) {
 		}
 	}
 }
+
+// A SetLimits that waits for calls on a shared store while the limiter
+// closes returns ErrClosed, and moves no expiries through the store.
+func TestSetLimitsClosedWhileWaiting(t *testing.T) {
+	fs := newBlockingStore()
+	l, err := openOn(Options{Limits: map[string]Config{"a": tokenBucket(10, 10)}}, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := make(chan error, 1)
+	go func() {
+		_, err := l.Limit(context.Background(), Request{Name: "a", Key: "k"})
+		limited <- err
+	}()
+	<-fs.entered
+	waiting := make(chan struct{})
+	l.gate.waiting = func() { close(waiting) }
+	set := make(chan error, 1)
+	go func() { set <- l.SetLimits(map[string]Config{"a": tokenBucket(1, 10)}) }()
+	<-waiting
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(fs.release)
+	<-limited
+	if err := <-set; !errors.Is(err, ErrClosed) {
+		t.Fatalf("SetLimits after Close while it waited: %v, want ErrClosed", err)
+	}
+	if _, names := fs.relimits(); len(names) != 0 {
+		t.Fatalf("relimited %q through a closed limiter's store", names)
+	}
+}
