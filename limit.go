@@ -54,12 +54,25 @@ func (l *Limiter) Grantable(r Request) (bool, error) {
 // returned: Status has too many fields for the compiler to keep in
 // registers, and each return would copy it through memory.
 func (l *Limiter) decideOne(ctx context.Context, r *Request, op actor.Op, st *Status) error {
+	if l.gate != nil {
+		return l.decideGated(ctx, r, op, st)
+	}
+	return l.decide(ctx, r, op, st, nil)
+}
+
+// decideGated is decideOne on a shared store, holding its gate (see
+// callGate). Apart, so that the other stores' decisions pay no defer.
+func (l *Limiter) decideGated(ctx context.Context, r *Request, op actor.Op, st *Status) error {
+	g := l.holdGate()
+	defer g.drop()
+	return l.decide(ctx, r, op, st, &g)
+}
+
+// decide is decideOne; g, if not nil, is the gate hold to hand to the
+// call.
+func (l *Limiter) decide(ctx context.Context, r *Request, op actor.Op, st *Status, g *gateHold) error {
 	if err := l.usable(ctx); err != nil {
 		return err
-	}
-	g := l.holdGate()
-	if g.n != nil { // a shared store: see callGate
-		defer g.drop()
 	}
 	if err := checkKey(r.Key); err != nil {
 		return err
@@ -89,7 +102,9 @@ func (l *Limiter) decideOne(ctx context.Context, r *Request, op actor.Op, st *St
 	}
 	c := actor.NewCall()
 	c.Atomic = true // a sharded request's two shards are one decision
-	g.hand(c)       // held until the store is done with c
+	if g != nil {
+		g.hand(c) // held until the store is done with c
+	}
 	l.addMember(c, d, r.Key, op, n, r.Reserve)
 	if abandoned, err := l.store.Decide(ctx, c); err != nil {
 		if !abandoned {

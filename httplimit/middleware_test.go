@@ -279,7 +279,7 @@ func TestMiddlewareOptions(t *testing.T) {
 	l, err := ratelimit.Open(ratelimit.Options{Limits: map[string]ratelimit.Config{
 		"api": tb(1, time.Second, 0), "bad\nname": tb(1, time.Second, 0),
 		"tiny": tb(10, time.Second, 0.5), "sharded": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Second, Capacity: 1.5, Shards: 4},
-		"sharded ok": {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Second, Capacity: 2, Shards: 4},
+		"sharded ok":    {Kind: ratelimit.TokenBucket, Rate: 10, Period: time.Second, Capacity: 2, Shards: 4},
 		"tiny reserved": {Kind: ratelimit.TokenBucket, Rate: 0.5, Period: time.Second, MaxReserved: 10},
 	}})
 	if err != nil {
