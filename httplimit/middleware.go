@@ -44,16 +44,18 @@ type Options struct {
 	// FailOpen lets a request through to the handler when the limiter
 	// cannot decide (closed, persistence failure, ...) instead of answering
 	// 503. DANGEROUS: any fault in the limiter then silently disables rate
-	// limiting. The error is still logged (Warn). A cost the limit can
-	// never grant is refused even so, and so is a new key beyond
-	// Options.MaxBuckets (ratelimit.ErrTooManyKeys): a flood of keys must
-	// not turn limiting off.
+	// limiting. The error is still logged (Warn). Refused even so: a cost
+	// the limit can never grant; a new key beyond Options.MaxBuckets
+	// (ratelimit.ErrTooManyKeys), since a flood of keys must not turn
+	// limiting off; and a request the limits' configs do not allow
+	// (ErrOptions, see Middleware), which is no fault of the limiter.
 	FailOpen bool
 	// OnError, if set, writes the response for a request the middleware
 	// refuses for a reason other than a denial: a key error (wrapping
 	// ErrKey), a cost the limit can never grant (ratelimit.ErrInvalidCount),
-	// a bad cost (ErrCost), or a limiter error when FailOpen is false. Nil
-	// means 400, 413, 500 and 503 respectively, with a JSON body.
+	// a bad cost (ErrCost), or a limiter error (or ErrOptions) when
+	// FailOpen is false. Nil means 400, 413, 500 and 503 respectively, with
+	// a JSON body.
 	OnError func(w http.ResponseWriter, r *http.Request, err error)
 	// Logger receives limiter errors (Error), fail-open passes (Warn) and
 	// refused requests (Debug, or Error for a 5xx refusal such as a bad
@@ -199,7 +201,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		st, err = m.decide(ctx, key, cost)
 	}
 	if err != nil {
-		if m.opts.FailOpen && !errors.Is(err, ratelimit.ErrInvalidCount) && !errors.Is(err, ratelimit.ErrTooManyKeys) && ctx.Err() == nil {
+		if m.opts.FailOpen && !errors.Is(err, ratelimit.ErrInvalidCount) && !errors.Is(err, ratelimit.ErrTooManyKeys) && !errors.Is(err, ErrOptions) && ctx.Err() == nil {
 			m.logger.WarnContext(ctx, "httplimit: limiter failed, request let through (FailOpen)", "err", err, "key", key)
 			next.ServeHTTP(w, r)
 			return

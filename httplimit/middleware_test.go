@@ -408,6 +408,16 @@ func TestMiddlewareFollowsSetLimits(t *testing.T) {
 	if got := e.get(t); got.code != http.StatusOK {
 		t.Fatalf("after MaxReserved is back: %+v", got)
 	}
+
+	// FailOpen does not let such requests through: the limiter has not
+	// failed, and every request would go unlimited.
+	e = newEnv(t, map[string]ratelimit.Config{"api": api}, Options{Limits: []string{"api"}, Reserve: true, FailOpen: true})
+	if err := e.l.SetLimits(map[string]ratelimit.Config{"api": tb(5, time.Second, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(t); got.code != http.StatusServiceUnavailable || e.served != 0 {
+		t.Fatalf("FailOpen, Reserve after SetLimits made MaxReserved 0: %+v, served %d, want 503, not served", got, e.served)
+	}
 }
 
 // A key longer than ratelimit.MaxKeyLen is the client's doing: 400 with
