@@ -26,8 +26,8 @@ import (
 //
 // On Redis, where a bucket's key expires by the limit it was written
 // under, SetLimits first waits for the calls under way that may still
-// write a key under a limit it changed (each is bounded by its context
-// or the client's timeouts), then moves the expiries of the changed
+// write a key under a limit it changed (each bounded by the Redis
+// client's timeouts, also one whose caller has given up), then moves the expiries of the changed
 // limits' keys (a limit that an earlier SetLimits removed counts as
 // changed when it comes back with other buckets); an error there is
 // ErrUnavailable, with the new limits in place (see redislimit's

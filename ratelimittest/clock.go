@@ -17,7 +17,8 @@ type Clock struct {
 	set bool // t has been given; else the clock reads the epoch
 }
 
-// NewClock returns a clock reading t.
+// NewClock returns a clock reading t. NewClock and Set take t as it is,
+// the zero time.Time included.
 func NewClock(t time.Time) *Clock { return &Clock{t: t, set: true} }
 
 // epoch is what a zero Clock reads.
