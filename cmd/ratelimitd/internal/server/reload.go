@@ -27,6 +27,9 @@ type reloader struct {
 	bad      uint64
 	lastOK   bool
 	lastTime time.Time
+
+	// started, set by tests, is called as a reload begins, with mu held.
+	started func()
 }
 
 type reloadStats struct {
@@ -66,6 +69,9 @@ func (r *reloader) fingerprint() fingerprint {
 }
 
 func (r *reloader) reloadLocked(reason string, fp fingerprint) error {
+	if r.started != nil {
+		r.started()
+	}
 	r.last, r.lastTime = fp, time.Now()
 	var certs *loadedCerts // the TLS files, read again with the configuration (either changing reloads both)
 	cfg, err := config.Load(r.path, &r.opts)

@@ -1,8 +1,17 @@
 package server
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // A reload serves a good configuration and refuses a bad one, counting
@@ -64,5 +73,55 @@ func TestReloadWatchesTLSFiles(t *testing.T) {
 	r.poll()
 	if st := r.stats(); st.good != 2 || s.eng.Config().Limits()[0].RequestsPerUnit != 7 {
 		t.Fatalf("key whole again: %+v, rules %v; want the new rules loaded", st, s.eng.Config().Limits()[0].RequestsPerUnit)
+	}
+}
+
+// A reload that takes long (on Redis it waits for the requests under way
+// and scans keys) does not hold up SIGTERM: shutdown begins while it
+// runs, and Run returns once it has ended.
+func TestSIGTERMDuringAReload(t *testing.T) {
+	s, _ := newTestServer(t, testRules)
+	entered, release := make(chan struct{}), make(chan struct{})
+	s.reload.started = func() {
+		close(entered)
+		<-release
+	}
+	conn, err := grpc.NewClient(s.grpcLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sigs := make(chan os.Signal, 2)
+	ran := make(chan error, 1)
+	go func() { ran <- s.Run(sigs) }()
+	w, err := healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := w.Recv(); err != nil || r.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("first watch answer: %v %v", r, err)
+	}
+	sigs <- syscall.SIGHUP
+	<-entered
+	sigs <- syscall.SIGTERM
+	drained := make(chan error, 1)
+	go func() {
+		r, err := w.Recv()
+		if err == nil && r.Status != healthpb.HealthCheckResponse_NOT_SERVING {
+			err = fmt.Errorf("health %v", r.Status)
+		}
+		drained <- err
+	}()
+	select {
+	case err := <-drained:
+		if err != nil {
+			t.Fatalf("watch answer after SIGTERM: %v, want NOT_SERVING", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("SIGTERM not handled a minute after it came, while a reload ran")
+	}
+	close(release)
+	if err := <-ran; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -176,19 +176,20 @@ func (s *Server) Run(sigs <-chan os.Signal) error {
 	}
 	healthTick := time.NewTicker(time.Second)
 	defer healthTick.Stop()
+	rl := s.startReloads()
 	var serveErr error
 loop:
 	for {
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
-				s.reload.reload("SIGHUP")
+				rl.ask(rl.hup)
 				continue
 			}
 			s.log.Info("shutting down", slog.String("signal", sig.String()))
 			break loop
 		case <-poll:
-			s.reload.poll()
+			rl.ask(rl.poll)
 		case <-healthTick.C:
 			s.health.refresh() // in the background: a probe must not hold up signals
 		case serveErr = <-errc:
@@ -196,13 +197,53 @@ loop:
 			break loop
 		}
 	}
-	return s.shutdown(sigs, serveErr)
+	close(rl.stop)
+	return s.shutdown(sigs, serveErr, rl.done)
+}
+
+// reloads is the goroutine that runs the reloads SIGHUP and the file
+// watch ask for, one at a time, so that none holds up a signal: on Redis
+// a reload waits for the requests under way under a rule it changes, and
+// scans that rule's keys. A request made while one is already waiting is
+// the same request (the reload reads the files when it runs).
+type reloads struct {
+	hup, poll chan struct{} // asked for: a reload, a reload if the files changed
+	stop      chan struct{} // closed: take no more
+	done      chan struct{} // closed when the goroutine has returned
+}
+
+func (s *Server) startReloads() *reloads {
+	rl := &reloads{hup: make(chan struct{}, 1), poll: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(rl.done)
+		for {
+			select {
+			case <-rl.stop:
+				return
+			case <-rl.hup:
+				s.reload.reload("SIGHUP")
+			case <-rl.poll:
+				s.reload.poll()
+			}
+		}
+	}()
+	return rl
+}
+
+// ask asks for the reload of channel c, unless it is asked for already.
+func (rl *reloads) ask(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // shutdown reports NOT_SERVING, waits DrainDelay (or another SIGTERM or
 // SIGINT) while still serving, stops the listeners letting calls in
-// flight finish (up to DrainTimeout), and closes the limiter.
-func (s *Server) shutdown(sigs <-chan os.Signal, serveErr error) error {
+// flight finish (up to DrainTimeout), closes the limiter, and waits for
+// reloaded, closed once a reload under way has ended (closing the
+// limiter ends one that waits for it).
+func (s *Server) shutdown(sigs <-chan os.Signal, serveErr error, reloaded <-chan struct{}) error {
 	s.health.drain()
 	if serveErr == nil && s.opts.DrainDelay > 0 {
 		s.log.Info("draining: health reports NOT_SERVING; requests are still served", slog.Duration("delay", s.opts.DrainDelay))
@@ -246,6 +287,7 @@ func (s *Server) shutdown(sigs <-chan os.Signal, serveErr error) error {
 	}
 	wg.Wait()
 	err := s.store.close()
+	<-reloaded
 	if err != nil {
 		s.log.Error("closing the limiter", slog.Any("err", err))
 	} else {
