@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -78,20 +79,24 @@ func TestReloadWatchesTLSFiles(t *testing.T) {
 
 // A reload that takes long (on Redis it waits for the requests under way
 // and scans keys) does not hold up SIGTERM: shutdown begins while it
-// runs, and Run returns once it has ended.
+// runs, lets it end before the limiter closes (so it is not counted as
+// refused), starts no reload still asked for, and Run returns.
 func TestSIGTERMDuringAReload(t *testing.T) {
 	s, _ := newTestServer(t, testRules)
 	entered, release := make(chan struct{}), make(chan struct{})
+	var started atomic.Int32
 	s.reload.started = func() {
-		close(entered)
-		<-release
+		if started.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
 	}
 	conn, err := grpc.NewClient(s.grpcLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	sigs := make(chan os.Signal, 2)
+	sigs := make(chan os.Signal, 3)
 	ran := make(chan error, 1)
 	go func() { ran <- s.Run(sigs) }()
 	w, err := healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{})
@@ -103,6 +108,7 @@ func TestSIGTERMDuringAReload(t *testing.T) {
 	}
 	sigs <- syscall.SIGHUP
 	<-entered
+	sigs <- syscall.SIGHUP // asked for while one runs: not to be run once shutdown began
 	sigs <- syscall.SIGTERM
 	drained := make(chan error, 1)
 	go func() {
@@ -123,5 +129,8 @@ func TestSIGTERMDuringAReload(t *testing.T) {
 	close(release)
 	if err := <-ran; err != nil {
 		t.Fatal(err)
+	}
+	if st := s.reload.stats(); st.good != 1 || st.bad != 0 {
+		t.Errorf("reloads after shutdown: %d good, %d refused; want the one under way, good", st.good, st.bad)
 	}
 }

@@ -218,6 +218,11 @@ func (s *Server) startReloads() *reloads {
 		defer close(rl.done)
 		for {
 			select {
+			case <-rl.stop: // before what is still asked for: shutdown has begun
+				return
+			default:
+			}
+			select {
 			case <-rl.stop:
 				return
 			case <-rl.hup:
@@ -240,9 +245,8 @@ func (rl *reloads) ask(c chan struct{}) {
 
 // shutdown reports NOT_SERVING, waits DrainDelay (or another SIGTERM or
 // SIGINT) while still serving, stops the listeners letting calls in
-// flight finish (up to DrainTimeout), closes the limiter, and waits for
-// reloaded, closed once a reload under way has ended (closing the
-// limiter ends one that waits for it).
+// flight finish (up to DrainTimeout), waits for reloaded, closed once a
+// reload under way has ended, and closes the limiter.
 func (s *Server) shutdown(sigs <-chan os.Signal, serveErr error, reloaded <-chan struct{}) error {
 	s.health.drain()
 	if serveErr == nil && s.opts.DrainDelay > 0 {
@@ -286,8 +290,8 @@ func (s *Server) shutdown(sigs <-chan os.Signal, serveErr error, reloaded <-chan
 		}
 	}
 	wg.Wait()
+	<-reloaded // before the limiter closes under it (the listeners are closed: it waits at most for calls the store still has)
 	err := s.store.close()
-	<-reloaded
 	if err != nil {
 		s.log.Error("closing the limiter", slog.Any("err", err))
 	} else {
