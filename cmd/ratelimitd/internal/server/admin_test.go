@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 )
 
 // The admin port refuses what a browser sends on a page's behalf, and
@@ -61,13 +60,8 @@ func TestBackupToAStalledClient(t *testing.T) {
 	<-writing // the client has stopped reading
 	closed := make(chan error, 1)
 	go func() { closed <- s.eng.Limiter().Close() }()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Error("the limiter could not close while a backup client stalled")
+	if err := waitFor(t, closed, "the limiter's Close, while a backup client stalls"); err != nil {
+		t.Errorf("Close: %v", err)
 	}
 	close(release)
 	<-sent

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 const testRules = `domain: d
@@ -43,4 +44,21 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// hangBound bounds every wait for another goroutine here: a wait that
+// takes longer is a hang.
+const hangBound = time.Minute
+
+// waitFor returns what ch delivers, failing t if nothing comes within
+// hangBound.
+func waitFor(t *testing.T, ch <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(hangBound):
+		t.Fatalf("hang: %s still waited for after %v", what, hangBound)
+		return nil
+	}
 }
