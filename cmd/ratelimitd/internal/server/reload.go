@@ -21,8 +21,12 @@ type reloader struct {
 	log  *slog.Logger
 	tls  *certificates // re-read with the configuration; nil without TLS
 
-	mu       sync.Mutex
-	last     fingerprint // of the files as last loaded (or refused)
+	mu   sync.Mutex  // one reload at a time
+	last fingerprint // of the files as last loaded (or refused); guarded by mu
+
+	// The outcomes so far, under a lock of their own, so that reading
+	// them (/metrics) never waits for a reload under way.
+	statsMu  sync.Mutex
 	good     uint64
 	bad      uint64
 	lastOK   bool
@@ -39,16 +43,31 @@ type reloadStats struct {
 }
 
 func (r *reloader) stats() reloadStats {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.statsMu.Lock()
+	defer r.statsMu.Unlock()
 	return reloadStats{good: r.good, bad: r.bad, lastOK: r.lastOK, lastTime: r.lastTime}
+}
+
+// record counts the outcome of the reload that began at.
+func (r *reloader) record(ok bool, at time.Time) {
+	r.statsMu.Lock()
+	defer r.statsMu.Unlock()
+	if ok {
+		r.good++
+	} else {
+		r.bad++
+	}
+	r.lastOK, r.lastTime = ok, at
 }
 
 // initial records the configuration loaded at start.
 func (r *reloader) initial(fp fingerprint) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.last, r.lastOK, r.lastTime = fp, true, time.Now()
+	r.last = fp
+	r.mu.Unlock()
+	r.statsMu.Lock()
+	r.lastOK, r.lastTime = true, time.Now()
+	r.statsMu.Unlock()
 }
 
 // reload loads the configuration and, if it is valid, makes it serve.
@@ -72,7 +91,8 @@ func (r *reloader) reloadLocked(reason string, fp fingerprint) error {
 	if r.started != nil {
 		r.started()
 	}
-	r.last, r.lastTime = fp, time.Now()
+	r.last = fp
+	at := time.Now()
 	var certs *loadedCerts // the TLS files, read again with the configuration (either changing reloads both)
 	cfg, err := config.Load(r.path, &r.opts)
 	if err == nil && r.tls != nil {
@@ -82,8 +102,7 @@ func (r *reloader) reloadLocked(reason string, fp fingerprint) error {
 		err = r.eng.SetConfig(cfg)
 	}
 	if err != nil {
-		r.bad++
-		r.lastOK = false
+		r.record(false, at)
 		r.log.Error("configuration refused; the previous one keeps serving", slog.String("reason", reason),
 			slog.String("config", r.path), slog.Any("err", err))
 		return err
@@ -91,8 +110,7 @@ func (r *reloader) reloadLocked(reason string, fp fingerprint) error {
 	if certs != nil {
 		r.tls.cur.Store(certs)
 	}
-	r.good++
-	r.lastOK = true
+	r.record(true, at)
 	r.log.Info("configuration reloaded", slog.String("reason", reason), slog.String("config", r.path),
 		slog.Int("domains", len(cfg.Domains())), slog.Int("rules", len(cfg.Limits())))
 	return nil

@@ -77,9 +77,10 @@ func TestReloadWatchesTLSFiles(t *testing.T) {
 }
 
 // A reload that takes long (on Redis it waits for the requests under way
-// and scans keys) does not hold up SIGTERM: shutdown begins while it
-// runs, lets it end before the limiter closes (so it is not counted as
-// refused), starts no reload still asked for, and Run returns.
+// and scans keys) holds up neither /metrics' reading of the reload counts
+// nor SIGTERM: shutdown begins while it runs, lets it end before the
+// limiter closes (so it is not counted as refused), starts no reload
+// still asked for, and Run returns.
 func TestSIGTERMDuringAReload(t *testing.T) {
 	s, _ := newTestServer(t, testRules)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -107,6 +108,9 @@ func TestSIGTERMDuringAReload(t *testing.T) {
 	}
 	sigs <- syscall.SIGHUP
 	<-entered
+	stats := make(chan error, 1)
+	go func() { s.reload.stats(); stats <- nil }() // what /metrics reads
+	waitFor(t, stats, "the reload counts, while a reload runs")
 	sigs <- syscall.SIGHUP // asked for while one runs: not to be run once shutdown began
 	sigs <- syscall.SIGTERM
 	drained := make(chan error, 1)
