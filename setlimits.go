@@ -27,11 +27,11 @@ import (
 // On Redis, where a bucket's key expires by the limit it was written
 // under, SetLimits first waits for the calls under way that may still
 // write a key under a limit it changed (each bounded by the Redis
-// client's timeouts, also one whose caller has given up), then moves the expiries of the changed
-// limits' keys (a limit that an earlier SetLimits removed counts as
-// changed when it comes back with other buckets); an error there is
-// ErrUnavailable, with the new limits in place (see redislimit's
-// caveats).
+// client's timeouts, also one whose caller has given up), then moves the
+// expiries of the changed limits' keys (a limit that an earlier
+// SetLimits removed counts as changed when it comes back with other
+// buckets); an error there is ErrUnavailable, with the new limits in
+// place (see redislimit's caveats).
 func (l *Limiter) SetLimits(limits map[string]Config) error {
 	if l.closed.Load() || l.store == nil {
 		return ErrClosed
@@ -93,12 +93,14 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	}
 	// A limit's keys expire by the last config it had, also one that a
 	// SetLimits since removed.
-	prev := make(map[string]*limitDef, len(defs))
-	for name := range defs {
-		if o, ok := old[name]; ok {
-			prev[name] = o
-		} else if o, ok := l.retired[name]; ok {
-			prev[name] = o
+	var changed []string
+	for name, d := range defs {
+		o, ok := old[name]
+		if !ok {
+			o, ok = l.retired[name]
+		}
+		if ok && !o.sameBuckets(d) {
+			changed = append(changed, name)
 		}
 	}
 	for name, o := range old {
@@ -109,14 +111,10 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 			l.retired[name] = o
 		}
 	}
-	changed := false
-	for name, d := range defs {
+	for name := range defs {
 		delete(l.retired, name)
-		if o, ok := prev[name]; ok && !o.sameBuckets(d) {
-			changed = true
-		}
 	}
-	if !changed {
+	if len(changed) == 0 {
 		return nil
 	}
 	// A call that resolved a limit before it changed may still write a
@@ -126,12 +124,11 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	if l.closed.Load() { // while it waited: the store, and maybe its client, are gone
 		return ErrClosed
 	}
-	for name, d := range defs {
-		if o, ok := prev[name]; ok && !o.sameBuckets(d) {
-			if err := r.Relimited(name, &d.perShard, d.shards); err != nil {
-				l.unavailable.Add(1)
-				return fmt.Errorf("%w: limit %q: moving its buckets' expiries to the new limit: %w", ErrUnavailable, name, err)
-			}
+	for _, name := range changed {
+		d := defs[name]
+		if err := r.Relimited(name, &d.perShard, d.shards); err != nil {
+			l.unavailable.Add(1)
+			return fmt.Errorf("%w: limit %q: moving its buckets' expiries to the new limit: %w", ErrUnavailable, name, err)
 		}
 	}
 	return nil

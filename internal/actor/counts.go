@@ -34,10 +34,7 @@ func (g *Group) sum(visit func(i int, fn func(*Partition))) Counts {
 	var n Counts
 	for i := range g.parts {
 		visit(i, func(p *Partition) {
-			n.Grants += p.counts.Grants
-			n.Denials += p.counts.Denials
-			n.Reservations += p.counts.Reservations
-			n.Refused += p.counts.Refused
+			n.add(p.counts)
 			n.Live += p.buckets.len()
 		})
 	}
@@ -49,17 +46,21 @@ func (g *Group) sum(visit func(i int, fn func(*Partition))) Counts {
 // message.
 func (g *Group) addLive(n Counts) Counts {
 	g.mu.Lock()
-	c := g.counts
+	n.add(g.counts)
 	g.mu.Unlock()
+	for _, p := range g.parts {
+		n.Denials += p.denials.denied()
+	}
+	return n
+}
+
+// add adds c to n, field by field.
+func (n *Counts) add(c Counts) {
 	n.Grants += c.Grants
 	n.Denials += c.Denials
 	n.Reservations += c.Reservations
 	n.Refused += c.Refused
 	n.Live += c.Live
-	for _, p := range g.parts {
-		n.Denials += p.denials.denied()
-	}
-	return n
 }
 
 // count adds an atomic call's outcome (one decision) to n.
