@@ -1,6 +1,14 @@
 package server
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -61,4 +69,46 @@ func waitFor(t *testing.T, ch <-chan error, what string) error {
 		t.Fatalf("hang: %s still waited for after %v", what, hangBound)
 		return nil
 	}
+}
+
+// selfSigned writes a self-signed certificate and key named cn.
+func selfSigned(t *testing.T, dir, cn string) TLSFiles {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	f := TLSFiles{CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem")}
+	writeFile(t, f.CertFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	writeFile(t, f.KeyFile, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})))
+	return f
+}
+
+// testCertificates writes a self-signed certificate and key named "one"
+// in a new directory and loads them, for tests that rotate them
+// (selfSigned in dir again).
+func testCertificates(t *testing.T) (dir string, f TLSFiles, c *certificates) {
+	t.Helper()
+	dir = t.TempDir()
+	f = selfSigned(t, dir, "one")
+	c, err := newCertificates(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, f, c
+}
+
+// loopbackListener listens on a free loopback TCP port until the test ends.
+func loopbackListener(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 )
@@ -11,11 +10,7 @@ import (
 // context, for one server and for a cluster's seeds, rather than after
 // go-redis's own read timeout: the health probe's bound holds.
 func TestRedisClientHonoursTheContext(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := loopbackListener(t)
 	go func() {
 		for {
 			c, err := ln.Accept()

@@ -47,12 +47,7 @@ func TestReloader(t *testing.T) {
 // rotation alone is served, and a rules change refused because the key
 // was half written is loaded once the key is whole again.
 func TestReloadWatchesTLSFiles(t *testing.T) {
-	dir := t.TempDir()
-	f := selfSigned(t, dir, "one")
-	c, err := newCertificates(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, f, c := testCertificates(t)
 	s, path := newTestServer(t, testRules)
 	r := s.reload
 	r.tls = c

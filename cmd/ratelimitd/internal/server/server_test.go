@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net"
 	"path/filepath"
 	"testing"
 )
@@ -9,11 +8,7 @@ import (
 // An address in use is an error from New, not a crash, and leaves
 // nothing open: the data file can be opened again at once.
 func TestNewWithAnAddressInUse(t *testing.T) {
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
+	busy := loopbackListener(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rules.yaml")
 	writeFile(t, path, testRules)
