@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/engine"
 	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/rls"
@@ -61,6 +62,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.StringVar(&o.GRPCAddr, "grpc-addr", "127.0.0.1:8081", "gRPC `address` (Envoy's rate limit service, health, reflection); \"\" turns it off")
 	fs.StringVar(&o.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP `address` (/json, /healthcheck, /metrics, /v1/limit, /v1/check, /v1/value); \"\" turns it off")
 	fs.StringVar(&o.AdminAddr, "admin-addr", "", "admin `address` (/v1/credit, /v1/reset, /v1/backup, /v1/salvage, /v1/reload, /v1/config, /debug/pprof/); off unless set")
+	adminHosts := fs.String("admin-hosts", "", "comma-separated host `names` the admin port answers to besides localhost and IP addresses (requests addressed to other names are refused: DNS rebinding)")
 	fs.StringVar(&o.TLS.CertFile, "tls-cert", "", "serve every port over TLS with this PEM certificate `file` (re-read on reload)")
 	fs.StringVar(&o.TLS.KeyFile, "tls-key", "", "the PEM private key `file` of -tls-cert")
 	fs.StringVar(&o.TLS.ClientCAFile, "tls-client-ca", "", "require client certificates signed by a CA in this PEM `file` (mTLS)")
@@ -102,6 +104,7 @@ func serve(args []string, stderr io.Writer) int {
 		return 2
 	}
 	o.Logger = logger
+	o.AdminHosts = strings.FieldsFunc(*adminHosts, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 	o.WatchInterval = *watch
 	if *watch <= 0 {
 		o.WatchInterval = -1

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/cmd/ratelimitd/internal/engine"
@@ -32,21 +35,52 @@ func (s *Server) newAdminHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return noBrowsers(mux)
+	return noBrowsers(mux, s.opts.AdminHosts)
 }
 
 // noBrowsers refuses (403) requests that a web browser sent on a page's
-// behalf (they carry Origin, or Sec-Fetch-Site other than none): the admin
-// API is for operators' tools, and a page the operator happens to open
-// must not reach it (cross-site request forgery).
-func noBrowsers(h http.Handler) http.Handler {
+// behalf (they carry Origin, or Sec-Fetch-Site other than none), and
+// requests addressed (Host) to a name other than localhost or one of
+// hosts: the admin API is for operators' tools, and a page the operator
+// happens to open must not reach it, neither by cross-site requests nor
+// by a name of its own rebound to the admin address (DNS rebinding, which
+// browsers that send no Sec-Fetch-Site would treat as same-origin). IP
+// addresses always pass: a browser sends one only where the page's own
+// address is one, which no rebinding can give.
+func noBrowsers(h http.Handler, hosts []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if site := r.Header.Get("Sec-Fetch-Site"); r.Header.Get("Origin") != "" || site != "" && site != "none" {
 			writeError(w, http.StatusForbidden, errors.New("the admin API does not serve requests from web pages"))
 			return
 		}
+		if !adminHost(r.Host, hosts) {
+			writeError(w, http.StatusForbidden, fmt.Errorf("the admin API does not answer requests addressed to %q: use an IP address or localhost, or list the name in -admin-hosts", r.Host))
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// adminHost reports whether a request whose Host header is host may reach
+// the admin API: an IP address, localhost, a name in hosts (case aside),
+// or no Host at all (HTTP/1.0, which no browser sends).
+func adminHost(host string, hosts []string) bool {
+	if host == "" {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), ".")
+	if _, err := netip.ParseAddr(host); err == nil || strings.EqualFold(host, "localhost") {
+		return true
+	}
+	for _, h := range hosts {
+		if strings.EqualFold(host, strings.TrimSuffix(h, ".")) {
+			return true
+		}
+	}
+	return false
 }
 
 // handleCredit gives count tokens back to a descriptor's bucket.

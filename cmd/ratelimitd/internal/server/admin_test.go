@@ -9,23 +9,33 @@ import (
 )
 
 // The admin port refuses what a browser sends on a page's behalf, and
+// requests addressed to a name it was not given (DNS rebinding), and
 // serves tools (curl, scripts) and a URL typed into the address bar.
 func TestAdminRefusesWebPages(t *testing.T) {
 	served := 0
-	h := noBrowsers(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+	h := noBrowsers(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }), []string{"ratelimitd.internal"})
 	for _, c := range []struct {
 		name    string
+		host    string
 		headers map[string]string
 		want    int
 	}{
-		{"a tool", nil, http.StatusOK},
-		{"typed into the address bar", map[string]string{"Sec-Fetch-Site": "none"}, http.StatusOK},
-		{"a cross-site form", map[string]string{"Origin": "https://attacker.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
-		{"a same-site fetch", map[string]string{"Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
-		{"an old browser's POST", map[string]string{"Origin": "null"}, http.StatusForbidden},
+		{"a tool", "127.0.0.1:8082", nil, http.StatusOK},
+		{"typed into the address bar", "localhost:8082", map[string]string{"Sec-Fetch-Site": "none"}, http.StatusOK},
+		{"a cross-site form", "127.0.0.1:8082", map[string]string{"Origin": "https://attacker.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"a same-site fetch", "127.0.0.1:8082", map[string]string{"Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
+		{"an old browser's POST", "127.0.0.1:8082", map[string]string{"Origin": "null"}, http.StatusForbidden},
+		{"an old browser's GET, rebound", "attacker.example:8082", nil, http.StatusForbidden},
+		{"a name that only ends like a listed one", "evil-ratelimitd.internal", nil, http.StatusForbidden},
+		{"a listed name", "RateLimitd.Internal.:8082", nil, http.StatusOK},
+		{"IPv6 with a port", "[::1]:8082", nil, http.StatusOK},
+		{"IPv6 without a port", "[::1]", nil, http.StatusOK},
+		{"localhost, no port", "LOCALHOST", nil, http.StatusOK},
+		{"a name under localhost", "a.localhost.attacker.example", nil, http.StatusForbidden},
 	} {
 		before := served
 		r := httptest.NewRequest(http.MethodPost, "/v1/reset", nil)
+		r.Host = c.host
 		for k, v := range c.headers {
 			r.Header.Set(k, v)
 		}

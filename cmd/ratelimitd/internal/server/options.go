@@ -29,6 +29,12 @@ type Options struct {
 	// turns that listener off (HTTP and gRPC cannot both be off). Port 0
 	// picks a free port; the log's "serving" line names the ports taken.
 	GRPCAddr, HTTPAddr, AdminAddr string
+	// AdminHosts are the host names, besides localhost and IP addresses,
+	// that the admin port answers requests addressed to (the Host
+	// header); any other name is refused, so that a web page whose name
+	// an attacker points at the admin address (DNS rebinding) cannot
+	// read it.
+	AdminHosts []string
 	// TLS, when CertFile is set, serves every listener over TLS.
 	TLS TLSFiles
 
