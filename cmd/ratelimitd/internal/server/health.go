@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -31,12 +32,16 @@ type healthState struct {
 	mu       sync.Mutex
 	last     int // 0 unknown, 1 serving, 2 not serving
 
+	now     func() time.Time // the clock of probeFresh
+	probeMu sync.Mutex
+	round   *probeRound // the probe under way, or the last one
+
 	stopWatches     chan struct{} // closed by endWatches
 	stopWatchesOnce sync.Once
 }
 
 func newHealth(eng *engine.Engine, probe func(context.Context) error, log *slog.Logger) *healthState {
-	h := &healthState{eng: eng, probe: probe, log: log, grpc: health.NewServer(), stopWatches: make(chan struct{})}
+	h := &healthState{eng: eng, probe: probe, log: log, grpc: health.NewServer(), stopWatches: make(chan struct{}), now: time.Now}
 	h.update()
 	return h
 }
@@ -78,18 +83,61 @@ type watchStream struct {
 func (w watchStream) Context() context.Context { return w.ctx }
 
 // ok reports whether the server is healthy (probing the storage, if it
-// has a probe), and publishes it to gRPC health if it changed.
-func (h *healthState) ok() bool {
-	ok := !h.draining.Load() && h.eng.Healthy() && h.probeOK()
+// has a probe, unless a probe ended within probeFresh), and publishes it
+// to gRPC health if it changed.
+func (h *healthState) ok() bool { return h.check(false) }
+
+// check is ok; fresh asks for a probe that starts now (or is under way),
+// whatever the last one's age.
+func (h *healthState) check(fresh bool) bool {
+	ok := !h.draining.Load() && h.eng.Healthy() && h.probeOK(fresh)
 	h.publish(ok)
 	return ok
 }
 
-// probeOK probes the storage, logging when the answer changes.
-func (h *healthState) probeOK() bool {
+// probeFresh is how long a probe's answer serves health checks: requests
+// for /healthcheck and /metrics, however many, cost the storage one probe
+// in that time at most.
+const probeFresh = time.Second
+
+// probeRound is one probe of the storage: its answer once done is closed.
+type probeRound struct {
+	done  chan struct{}
+	err   error
+	ended time.Time // zero while under way
+}
+
+// probeOK reports whether the storage answers: the answer of the probe
+// under way, else of the last one if it ended within probeFresh and not
+// fresh, else of a new probe. It logs when the answer changes.
+func (h *healthState) probeOK(fresh bool) bool {
 	if h.probe == nil {
 		return true
 	}
+	r, run := h.startProbe(fresh)
+	if run {
+		h.runProbe(r)
+	} else {
+		<-r.done
+	}
+	return r.err == nil
+}
+
+// startProbe is the probe whose answer probeOK(fresh) gives: run, if the
+// caller must run it (a new one).
+func (h *healthState) startProbe(fresh bool) (r *probeRound, run bool) {
+	h.probeMu.Lock()
+	defer h.probeMu.Unlock()
+	r = h.round
+	if r == nil || !r.ended.IsZero() && (fresh || h.now().Sub(r.ended) >= probeFresh) {
+		r = &probeRound{done: make(chan struct{})}
+		h.round, run = r, true
+	}
+	return r, run
+}
+
+// runProbe probes the storage for r.
+func (h *healthState) runProbe(r *probeRound) {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	err := h.probe(ctx)
@@ -99,22 +147,35 @@ func (h *healthState) probeOK() bool {
 	if err == nil && h.probeBad.CompareAndSwap(true, false) {
 		h.log.Info("the storage answers again; health reports SERVING")
 	}
-	return err == nil
+	h.probeMu.Lock()
+	r.err, r.ended = err, h.now()
+	h.probeMu.Unlock()
+	close(r.done)
 }
 
 // update publishes the current state.
 func (h *healthState) update() { h.ok() }
 
-// refresh is update in the background, one at a time: a request that
-// failed asks for it without waiting for a probe of a storage that may
-// not answer for probeTimeout.
+// refresh is update in the background, one at a time, after a fresh
+// probe: a request that failed asks for it without waiting for a probe
+// of a storage that may not answer for probeTimeout. The probe is
+// started before refresh returns, so that a health check after it
+// cannot be answered from an older probe.
 func (h *healthState) refresh() {
 	if !h.probing.CompareAndSwap(false, true) {
 		return
 	}
+	var r *probeRound
+	run := false
+	if h.probe != nil {
+		r, run = h.startProbe(true)
+	}
 	go func() {
 		defer h.probing.Store(false)
-		h.ok()
+		if run {
+			h.runProbe(r)
+		}
+		h.ok() // r's answer, unless it is already stale
 	}()
 }
 

@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,6 +66,66 @@ func TestHealthProbeAcrossDrain(t *testing.T) {
 	}
 	if r.Status != healthpb.HealthCheckResponse_NOT_SERVING || probes != 1 {
 		t.Errorf("after a probe that began before drain: %v, %d probes; want NOT_SERVING, 1", r.Status, probes)
+	}
+}
+
+// Health checks share the storage's probes: those that arrive while one
+// is under way take its answer, and one that ended within probeFresh
+// answers for it; a refresh (after a failed request) probes anew, and
+// a health check after it gets the new answer.
+func TestHealthProbesAreShared(t *testing.T) {
+	s, _ := newTestServer(t, testRules)
+	h := s.health
+	now := time.Unix(1e9, 0)
+	h.now = func() time.Time { return now }
+	var (
+		probes  atomic.Int32
+		fail    atomic.Bool
+		entered = make(chan struct{}, 1)
+		release = make(chan struct{})
+	)
+	h.probe = func(context.Context) error {
+		if probes.Add(1) == 1 {
+			entered <- struct{}{}
+			<-release
+		}
+		if fail.Load() {
+			return errors.New("down")
+		}
+		return nil
+	}
+	h.round = nil // forget newTestServer's probe, made with the real one
+	var wg sync.WaitGroup
+	wg.Go(func() { h.ok() }) // runs the probe, which waits for release
+	<-entered
+	for range 7 {
+		wg.Go(func() {
+			if !h.ok() {
+				t.Error("not healthy")
+			}
+		})
+	}
+	close(release)
+	wg.Wait()
+	if n := probes.Load(); n != 1 {
+		t.Fatalf("8 checks during one probe: %d probes, want 1", n)
+	}
+	now = now.Add(probeFresh - 1)
+	fail.Store(true)
+	if !h.ok() || probes.Load() != 1 {
+		t.Fatalf("a check within probeFresh: %d probes, want the last answer (healthy), no probe", probes.Load())
+	}
+	h.refresh()
+	if h.ok() || probes.Load() != 2 {
+		t.Fatalf("a check after a refresh: %d probes, want the refresh's answer (not healthy) from its probe", probes.Load())
+	}
+	for h.probing.Load() {
+		runtime.Gosched()
+	}
+	fail.Store(false)
+	now = now.Add(probeFresh)
+	if !h.ok() || probes.Load() != 3 {
+		t.Fatalf("a check after probeFresh: %d probes, want a new probe (healthy)", probes.Load())
 	}
 }
 
