@@ -1,7 +1,8 @@
 package ratelimit
 
-// Benchmarks of Limit and LimitMany: memory mode at several numbers of
-// callers, one hot limit sharded or not, and durable mode (group commit).
+// Benchmarks of Limit, LimitMany and LimitAll: memory mode at several
+// numbers of callers, one hot limit sharded or not, and durable mode
+// (group commit).
 
 import (
 	"context"
@@ -107,6 +108,31 @@ func BenchmarkLimitMany(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N*64)/b.Elapsed().Seconds(), "decisions/s")
+}
+
+// BenchmarkLimitAll is one LimitAll call of n requests on distinct keys
+// per operation, memory mode, one caller: its ns/request should not grow
+// with n.
+func BenchmarkLimitAll(b *testing.B) {
+	for _, n := range []int{2, 64, 4096} {
+		b.Run("requests="+strconv.Itoa(n), func(b *testing.B) {
+			l := benchLimiter(b, "")
+			ctx := context.Background()
+			rs := make([]Request, n)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				for j := range rs {
+					i++
+					rs[j] = Request{Name: "user", Key: benchKeyNames[i%benchKeys]}
+				}
+				if _, err := l.LimitAll(ctx, rs...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/request")
+		})
+	}
 }
 
 // BenchmarkLimitDurable is one Limit call per operation with every grant

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
@@ -122,27 +123,19 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 // whose shards are drawn at random, only the total is checked against
 // every shard's worth.
 func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
+	var buf [32]int
+	next := repeatChains(rs, defs, buf[:0])
 	for i := range rs {
-		d, first, n := defs[i], true, 0
-		for j := range i {
-			if defs[j].name == d.name && rs[j].Key == rs[i].Key {
-				first = false
-				break
-			}
-		}
-		if !first {
+		if next[i] < 0 { // no repeat after it, or a repeat already checked
 			continue
 		}
+		d := defs[i]
 		state := bucket.State{Value: d.perShard.Capacity} // full: the best case
 		total, fits, reserve := 0.0, true, false
-		for j := i; j < len(rs); j++ {
-			if defs[j].name != d.name || rs[j].Key != rs[i].Key {
-				continue
-			}
+		for j := i; j >= 0; j, next[j] = next[j], checked {
 			if !d.sameBuckets(defs[j]) {
 				return fmt.Errorf("%w: requests %d and %d give limit %q two different configs", ErrInvalidConfig, i, j, d.name)
 			}
-			n++
 			if !rs[j].CheckOnly {
 				total += ms[j].Count
 			}
@@ -155,9 +148,6 @@ func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 				}
 			}
 		}
-		if n == 1 {
-			continue
-		}
 		most := d.perShard.MaxCount(reserve) * float64(d.shards)
 		if !fits || total > most {
 			return fmt.Errorf("%w: %v tokens asked of %q/%q in one call, which it can never grant together (at most %v, in this order)",
@@ -165,4 +155,40 @@ func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 		}
 	}
 	return nil
+}
+
+// checked marks, in repeatChains' result, a request whose chain has been
+// walked.
+const checked = -2
+
+// repeatChains links the requests of rs that name one bucket (limit name
+// and key): next[i] is the next request after i naming its bucket, -1 if
+// none. next is buf, grown to len(rs). The work is linear in len(rs)
+// (a map) beyond a few requests, so that a large call costs no more per
+// request than a small one.
+func repeatChains(rs []Request, defs []*limitDef, buf []int) []int {
+	next := slices.Grow(buf[:0], len(rs))[:len(rs)]
+	if len(rs) <= 32 {
+		for i := range rs {
+			next[i] = -1
+			for j := i + 1; j < len(rs); j++ {
+				if defs[j].name == defs[i].name && rs[j].Key == rs[i].Key {
+					next[i] = j
+					break
+				}
+			}
+		}
+		return next
+	}
+	type bucketOf struct{ name, key string }
+	last := make(map[bucketOf]int, len(rs))
+	for i := range rs {
+		next[i] = -1
+		b := bucketOf{defs[i].name, rs[i].Key}
+		if j, ok := last[b]; ok {
+			next[j] = i
+		}
+		last[b] = i
+	}
+	return next
 }

@@ -254,6 +254,10 @@ func TestLimitAllRepeats(t *testing.T) {
 		{"named and identical inline: take 6, take 6 of 10", []Request{{Name: "tb", Key: "k", Count: 6}, {Name: "tb", Key: "k", Count: 6, Config: &same}}, ErrInvalidCount, 0},
 		{"named and other inline, one bucket", []Request{{Name: "tb", Key: "k", Count: 1}, {Name: "tb", Key: "k", Count: 1, Config: &other}}, ErrInvalidConfig, 0},
 		{"named and other inline, two keys", []Request{{Name: "tb", Key: "k", Count: 1}, {Name: "tb", Key: "j", Count: 1, Config: &other}}, nil, 9},
+		// Among many requests (found through a map, not by comparing pairs).
+		{"40 requests: take 6, take 6 of 10", among(40, Request{Name: "tb", Key: "k", Count: 6}, Request{Name: "tb", Key: "k", Count: 6}), ErrInvalidCount, 0},
+		{"40 requests: take 6, take 4 of 10", among(40, Request{Name: "tb", Key: "k", Count: 6}, Request{Name: "tb", Key: "k", Count: 4}), nil, 0},
+		{"40 requests: named and other inline", among(40, Request{Name: "tb", Key: "k", Count: 1}, Request{Name: "tb", Key: "k", Count: 1, Config: &other}), ErrInvalidConfig, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
@@ -274,6 +278,17 @@ func TestLimitAllRepeats(t *testing.T) {
 			wantValue(t, l, tc.rs[0].Name, tc.rs[0].Key, tc.left)
 		})
 	}
+}
+
+// among is n requests of 1 token on distinct keys of "tb", with first
+// and last in their places (first first).
+func among(n int, first, last Request) []Request {
+	rs := make([]Request, n)
+	for i := range rs {
+		rs[i] = Request{Name: "tb", Key: fmt.Sprint("other-", i), Count: 1}
+	}
+	rs[0], rs[n-1] = first, last
+	return rs
 }
 
 // A LimitAll with valid and denied members takes nothing; repeated members
