@@ -29,6 +29,10 @@ var (
 	// share of Options.MaxBuckets; nothing was taken. Requests on keys the
 	// limiter holds are not affected.
 	ErrTooManyKeys = errors.New("ratelimit: too many keys")
+	// ErrTooLarge: one call asks more than its store can decide in one
+	// step; nothing was taken. Only a shared store returns it: on Redis,
+	// a LimitAll with more than 32,768 requests on one slot (redislimit).
+	ErrTooLarge = errors.New("ratelimit: call too large")
 	// ErrClosed: the Limiter has been closed.
 	ErrClosed = errors.New("ratelimit: limiter closed")
 	// ErrUnavailable: durable state could not be used. From a request: the

@@ -177,8 +177,8 @@ func (l *Limiter) itemErr(err error) error {
 		return ErrClosed
 	case errors.Is(err, actor.ErrFull):
 		return ErrTooManyKeys
-	case errors.Is(err, ErrInvalidConfig):
-		return err // a shared store rejects, at use, a limit it cannot represent
+	case errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrTooLarge):
+		return err // a shared store rejects, at use, a limit it cannot represent or a call it cannot take
 	}
 	l.unavailable.Add(1)
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)

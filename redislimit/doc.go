@@ -117,7 +117,10 @@
 // tokens taken (under-admission only), and its holds expire. A two-choice request
 // across tags holds on its first shard what it may take there, and its
 // second tag decides the pair (then phase two gives the first shard back
-// what the decision did not use).
+// what the decision did not use). A tag's part of an atomic call is one
+// function call, so it may name at most 32,768 buckets (a bucket named
+// again counts again): a larger call is ratelimit.ErrTooLarge, with
+// nothing taken.
 //
 // # Expiry
 //

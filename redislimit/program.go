@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
@@ -77,7 +78,7 @@ const (
 
 // errTooBig: an atomic call has more requests on one tag than a program
 // can carry (repeats of one bucket count each).
-var errTooBig = errors.New("redislimit: an all-or-nothing call has more than 32768 requests in one slot")
+var errTooBig = fmt.Errorf("%w: redislimit: an all-or-nothing call has more than %d requests in one slot", ratelimit.ErrTooLarge, maxAtomicItems)
 
 func (p *program) reset() {
 	clear(p.keys)

@@ -326,6 +326,10 @@ func TestBadInputNeverReachesRedis(t *testing.T) {
 		{ratelimit.Request{Name: "l", Count: 11}, ratelimit.ErrInvalidCount},
 		{ratelimit.Request{Name: "x", Config: &ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: -1, Period: S}}, ratelimit.ErrInvalidConfig},
 	}
+	tooLarge := make([]ratelimit.Request, 1<<15+1)
+	for i := range tooLarge {
+		tooLarge[i] = ratelimit.Request{Name: "l", Key: "big", CheckOnly: true}
+	}
 	check := func(phase string) {
 		for i, b := range bad {
 			if _, err := l.Limit(ctx, b.r); !errors.Is(err, b.want) || errors.Is(err, ratelimit.ErrUnavailable) {
@@ -338,11 +342,18 @@ func TestBadInputNeverReachesRedis(t *testing.T) {
 		if err := l.Reset(ctx, "l", long); !errors.Is(err, ratelimit.ErrInvalidKey) {
 			t.Fatalf("%s: Reset: %v", phase, err)
 		}
+		// More than one function call can take on a slot, all or none.
+		if _, err := l.LimitAll(ctx, tooLarge...); !errors.Is(err, ratelimit.ErrTooLarge) || errors.Is(err, ratelimit.ErrUnavailable) {
+			t.Fatalf("%s: LimitAll of %d requests on one bucket: %v, want ErrTooLarge", phase, len(tooLarge), err)
+		}
 		if err := l.Credit(ctx, "l", "k", -1); !errors.Is(err, ratelimit.ErrInvalidCount) {
 			t.Fatalf("%s: Credit: %v", phase, err)
 		}
 	}
 	check("server up")
+	if st, err := l.LimitAll(ctx, tooLarge[1:]...); err != nil || !st.OK {
+		t.Fatalf("LimitAll of %d requests on one bucket: %+v, %v; want granted", len(tooLarge)-1, st, err)
+	}
 	if v, _ := l.Value(ctx, "l", "ok"); v.Value != 10 {
 		t.Fatalf("a bad LimitAll took from its good part: %v", v.Value)
 	}

@@ -50,7 +50,7 @@ func (e *Engine) outcome(ctx context.Context, err error, res *Result) error {
 	case errors.Is(err, ErrInvalidRequest):
 		c.invalid.Add(1)
 		return err
-	case errors.Is(err, ratelimit.ErrInvalidCount), errors.Is(err, ratelimit.ErrInvalidKey), errors.Is(err, ratelimit.ErrInvalidConfig):
+	case errors.Is(err, ratelimit.ErrInvalidCount), errors.Is(err, ratelimit.ErrInvalidKey), errors.Is(err, ratelimit.ErrInvalidConfig), errors.Is(err, ratelimit.ErrTooLarge):
 		c.invalid.Add(1)
 		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	case errors.Is(err, ErrUnknownDomain):
