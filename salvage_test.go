@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -55,6 +56,49 @@ func TestSalvageOfAnIntactFileCompacts(t *testing.T) {
 	for key, n := range damagedKeys() {
 		if v, want := value(t, l, "api", key).Value, 1000-n-0.02; math.Abs(v-want) > 1e-9 {
 			t.Fatalf("%s = %v, want %v", key, v, want)
+		}
+	}
+}
+
+// Salvage of a truncated file (shorter than the pages its meta page says
+// it uses) recovers what the pages left hold and reports what it lost:
+// every key holds what it took, or reads as full (lost).
+func TestSalvageOfATruncatedFile(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.db")
+	writeDamagedBase(t, base)
+	page, hwm := boltGeometry(t, base)
+	b, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pages := range []int64{1, 2, hwm / int64(page) / 2} {
+		src, dst := filepath.Join(dir, fmt.Sprint("src", pages)), filepath.Join(dir, fmt.Sprint("dst", pages))
+		if err := os.WriteFile(src, b[:hwm-pages*int64(page)], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Salvage(src, dst)
+		if err != nil || pages <= 2 && rep.Buckets == 0 {
+			t.Fatalf("%d pages cut: Salvage = %+v, %v; want the buckets left", pages, rep, err)
+		}
+		clk := ratelimittest.NewClock(damagedT0)
+		l, err := Open(Options{Path: dst, Now: clk.Now, LogPreallocate: -1, Limits: damagedLimits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := 0
+		for key, n := range damagedKeys() {
+			switch v := value(t, l, "api", key).Value; v {
+			case 1000 - n:
+				kept++
+			case 1000:
+			default:
+				t.Errorf("%d pages cut: %s = %v, want %v or 1000 (lost)", pages, key, v, 1000-n)
+			}
+		}
+		l.Close()
+		if kept != rep.Buckets || kept < len(damagedKeys()) && len(rep.Problems) == 0 {
+			t.Errorf("%d pages cut: %d keys hold what they took; the report says %d buckets, problems %q", pages, kept, rep.Buckets, rep.Problems)
 		}
 	}
 }

@@ -91,7 +91,7 @@ func Open(r io.ReaderAt, size int64, strict bool) (*File, error) {
 	f.pageSize = int(m.pageSize)
 	f.hwm, f.root, f.freelist = m.pgid, m.root, m.freelist
 	switch {
-	case f.hwm < 3 || f.hwm > uint64(f.size)/uint64(f.pageSize):
+	case f.hwm < 3 || strict && f.hwm > uint64(f.size)/uint64(f.pageSize): // lenient: pages past the end fail as they are read
 		return nil, damaged("high-water mark of %d pages, file holds %d", f.hwm, f.size/int64(f.pageSize))
 	case f.root < 2 || f.root >= f.hwm:
 		return nil, damaged("root bucket at page %d, outside 2..%d", f.root, f.hwm-1)
