@@ -61,6 +61,7 @@
 // A bucket is one string key, absent while the bucket is full:
 //
 //	<prefix>{<tag>}<shard>:<len(name)>:<name><key>  24 bytes: value, us, rem, little-endian doubles
+//	                                                 then, on a bucket a hold wrote, its room record
 //
 // (decimal shard and name length; name and key of any bytes). The tag is
 // one of Slots hash tags, tags[(hash(name, key) + shard/2) mod Slots]: the
@@ -79,9 +80,12 @@
 // A tag's other keys: <prefix>{<tag>}d, the latest clock reading at which,
 // or ts with which, a full bucket was deleted there (an absent bucket is
 // fresh as of the later of it and now, so a clock going back cannot count
-// a refill twice);
+// a refill twice), and the number of the tag's last hold;
 // <prefix>{<tag>}x, the expiry index (with Options.Now only); and
-// <prefix>{<tag>}h:<id>, a hold of a call across slots.
+// <prefix>{<tag>}h:<id>, a hold of a call across slots (its number).
+// Processes sharing a server must run the same version of this package
+// once calls across slots have left room records: earlier versions refuse
+// such a bucket (ErrUnavailable), failing closed.
 //
 // # Batching
 //
@@ -114,7 +118,12 @@
 // last tag needs no hold. Nothing waits inside a function, so nothing
 // deadlocks; a request that meets another's hold is decided against the
 // tokens already taken; a client that stops between the phases leaves its
-// tokens taken (under-admission only), and its holds expire. A two-choice request
+// tokens taken (under-admission only), and its holds expire. What phase
+// two gives back is capped by the least room (capacity minus value) the
+// bucket has had since the hold: if a refill, a credit or a Reset brought
+// it to capacity meanwhile, the tokens held no longer count, and giving
+// them back would over-admit. A bucket a hold wrote keeps a short record
+// of its room for that (a few hundred bytes at most). A two-choice request
 // across tags holds on its first shard what it may take there, and its
 // second tag decides the pair (then phase two gives the first shard back
 // what the decision did not use). A tag's part of an atomic call is one

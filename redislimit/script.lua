@@ -172,10 +172,12 @@ end
 -- A tag's drop record: the latest clock reading at which a full bucket
 -- was deleted there. An absent bucket is fresh as of max(now, it), so that
 -- a clock gone back cannot count a refill twice (as the partitions do).
+-- The record also keeps the tag's hold sequence (see "Holds"), as a third
+-- double when not 0 (with no drop yet, the reading is -inf).
 -- Per section: its drop record's key, expiry index's key (0: none), units,
--- the record's value (SDu, SDr; nil: none) and whether it changed (SDc).
--- sec is the section being decided.
-local SDk, SEk, SNU, SDu, SDr, SDc = {}, {}, {}, {}, {}, {}
+-- the record's value (SDu, SDr; nil: none), hold sequence (SQ) and
+-- whether it changed (SDc). sec is the section being decided.
+local SDk, SEk, SNU, SDu, SDr, SQ, SDc = {}, {}, {}, {}, {}, {}, {}
 local sec
 local dropKeys = {}
 -- loadDrops reads every section's drop record, at once.
@@ -184,8 +186,18 @@ local function loadDrops()
   for j = 1, nS do dropKeys[j] = KEYS[SDk[j]] end
   local raw = call('MGET', tunpack(dropKeys, 1, nS))
   for j = 1, nS do
-    if raw[j] then SDu[j], SDr[j] = sunpack('<dd', raw[j]) end
+    local b = raw[j]
+    if b and #b == 24 then
+      SDu[j], SDr[j], SQ[j] = sunpack('<ddd', b)
+    elseif b then
+      SDu[j], SDr[j] = sunpack('<dd', b)
+    end
   end
+end
+-- dropRecord is section j's drop record, as stored.
+local function dropRecord(j)
+  if SQ[j] > 0 then return pack('<ddd', SDu[j] or -huge, SDr[j] or 0, SQ[j]) end
+  return pack('<dd', SDu[j], SDr[j])
 end
 local function freshAt()
   local du = SDu[sec]
@@ -205,9 +217,91 @@ local function dropped(u, r)
 end
 
 -- The bucket cache, by key index: CP[k] is true (present) or false
--- (absent); CV, CU, CR its state; CW the item whose limit last wrote it;
--- KS the section that wrote it.
-local CP, CV, CU, CR, CW, KS = {}, {}, {}, {}, {}, {}
+-- (absent); CV, CU, CR its state; CE its room record (see "Holds"; nil:
+-- none); CW the item whose limit last wrote it; KS the section that wrote
+-- it.
+local CP, CV, CU, CR, CE, CW, KS = {}, {}, {}, {}, {}, {}, {}
+
+-- # Holds
+--
+-- Phase one of a call across tags takes its tokens at once and records a
+-- hold; if the call is then denied, phase two gives them back. Meanwhile
+-- other requests may write the bucket, and a refill, a credit or a reset
+-- may bring it to capacity, where the tokens held no longer count (the
+-- bucket would be full without them too): giving them back then would
+-- over-admit. What may be given back is at most the least room (capacity
+-- minus value) the bucket has had since the hold: every write after it
+-- takes equally from the bucket with and without the held tokens, and
+-- every refill or credit caps both alike.
+--
+-- So each tag numbers its holds (SQ, kept in its drop record; a hold key
+-- stores its number), and a bucket that a hold wrote keeps a room record:
+-- (number, room) pairs, the room it had at writes made after that hold
+-- number was given (before each write, refilled to then, and after it).
+-- The record keeps only what a query can use (a pair whose room a later
+-- pair undercuts goes) and at most roomPairs pairs: beyond, a new pair
+-- merges into the top one, as the new number with the top's lesser room,
+-- which can only lower what is given back, and least where rooms are
+-- largest (rooms rise along the record). A bucket that has none, having been deleted (full)
+-- since, gives nothing back; a new record starts with room 0 for the
+-- holds before it. The records travel after the state in the bucket's
+-- value, 16 bytes a pair.
+local roomPairs = 16
+-- HN[holdK]: the number of the hold recorded under key index holdK in this
+-- call; curHold: the number of the hold whose unit is being stored (nil:
+-- none).
+local HN = {}
+local curHold
+-- holdNumber gives the hold of key index holdK its number, once per call.
+local function holdNumber(holdK)
+  local n = HN[holdK]
+  if not n then
+    n = SQ[sec] + 1
+    SQ[sec], SDc[sec], HN[holdK] = n, true, n
+  end
+  return n
+end
+-- observe adds (n, room) to bucket k's room record e.
+local function observe(e, n, room)
+  local len = #e
+  while len > 0 and e[len] >= room do
+    e[len], e[len - 1], len = nil, nil, len - 2
+  end
+  if len > 0 and e[len - 1] == n then return end
+  if len == 2 * roomPairs then -- full: the top pair takes on n, keeping its lesser room
+    e[len - 1] = n
+  else
+    e[len + 1], e[len + 2] = n, room
+  end
+end
+-- leastRoom is the least room bucket k's record holds since hold number
+-- n, or 0 if it has none.
+local function leastRoom(k, n)
+  local e = CE[k]
+  if not e then return 0 end
+  for j = 1, #e, 2 do
+    if e[j] >= n then return e[j + 1] end -- rooms rise along the record
+  end
+  return 0
+end
+-- record notes in bucket k's room record a write of item i's limit that
+-- leaves value v, when the bucket has one or the write is a hold's.
+local function record(k, i, v)
+  local e = CE[k]
+  if not e and not curHold then return end
+  local l = IL[i]
+  local cap = LC[l]
+  local before = 0 -- an absent bucket is full
+  if CP[k] then before = cap - project(l, CV[k], CU[k], CR[k], nus, nrem) end
+  local n = SQ[sec]
+  local was = curHold and curHold - 1 or n -- a hold's own write begins before its number
+  if not e then
+    e = {was, 0} -- the holds before: the bucket was deleted (full) since
+    CE[k] = e
+  end
+  observe(e, was, before)
+  observe(e, n, cap - v)
+end
 local isDirty, dirty, nDirty = {}, {}, 0
 local function mark(k)
   KS[k] = sec
@@ -226,6 +320,7 @@ local function state(i)
   return v, u, r, false
 end
 local function put(k, i, v, u, r)
+  record(k, i, v)
   CP[k], CV[k], CU[k], CR[k], CW[k] = true, v, u, r, i
   mark(k)
 end
@@ -233,7 +328,7 @@ end
 local function store(k, i, v, u, r)
   local l = IL[i]
   if project(l, v, u, r, nus, nrem) >= LC[l] then
-    CP[k] = false
+    CP[k], CE[k] = false, nil
     mark(k)
     dropped(u, r)
   else
@@ -370,6 +465,7 @@ local function expiryMs(tu)
 end
 
 local holds, nHolds = {}, 0
+local ebuf = {} -- a room record, packed
 local sweepN, verify, holdMs
 
 -- clock binds the libraries on a function's first call, then reads its
@@ -406,8 +502,9 @@ local function begin(keys, args)
   end
   for j = 1, nS do
     SDk[j], SEk[j], SNU[j], pos = sunpack('<HHH', prog, pos)
-    SDu[j], SDr[j], SDc[j] = nil, nil, false
+    SDu[j], SDr[j], SQ[j], SDc[j] = nil, nil, 0, false
   end
+  for h in pairs(HN) do HN[h] = nil end
   nDirty, nOut, nHolds = 0, 1, 0
   out[1] = pack('<dd', nus, nrem)
   return true, b0, nB
@@ -432,7 +529,7 @@ local function load(b0, nB)
         sec = j
         dropped(nus, nrem) -- they are full by now (their scores are)
         -- written at once: should the call fail later, the buckets stay deleted
-        call('SET', KEYS[SDk[j]], pack('<dd', SDu[j], SDr[j]))
+        call('SET', KEYS[SDk[j]], dropRecord(j))
         SDc[j] = false
       end
     end
@@ -446,10 +543,17 @@ local function load(b0, nB)
     for k = lo, hi do
       local b = raw[k - lo + 1]
       isDirty[k] = false
+      CE[k] = nil
       if b then
-        if #b ~= 24 then error('ratelimit: ' .. KEYS[k] .. ' is not a bucket') end
+        if #b < 24 or (#b - 24) % 16 ~= 0 then error('ratelimit: ' .. KEYS[k] .. ' is not a bucket') end
         CP[k] = true
-        CV[k], CU[k], CR[k] = sunpack('<ddd', b)
+        local at
+        CV[k], CU[k], CR[k], at = sunpack('<ddd', b)
+        if #b > 24 then
+          local e = {}
+          for j = 1, (#b - 24) / 8 do e[j], at = sunpack('<d', b, at) end
+          CE[k] = e
+        end
       else
         CP[k] = false
         nAbsent = nAbsent + 1
@@ -485,7 +589,9 @@ local function decideOne(op, res, i, count, holdK)
   out[at] = good and ST[1] or ST[0]
   if good then
     if op == 0 then
+      if holdK > 0 then curHold = holdNumber(holdK) end
       store(IK[i], i, nv, nu, nr)
+      curHold = nil
       addHold(holdK)
     end
     if verify == 1 then emit(state(i)) end
@@ -515,7 +621,9 @@ local function decideKind(n, holdK)
   end
   local status = decideUnit(n)
   if status == 1 then
+    if nO > 0 and holdK > 0 then curHold = holdNumber(holdK) end
     for j = 1, nO do store(oK[j], oI[j], oV[j], oU[j], oR[j]) end
+    curHold = nil
     if nO > 0 then addHold(holdK) end
     if verify == 1 then -- tests: the states the unit left, compared bit for bit
       for m = 1, n do
@@ -538,15 +646,18 @@ local function itemsKind(kind, n)
       emit(state(i))
     else
       local k = IK[i]
-      CP[k] = false
+      CP[k], CE[k] = false, nil
       mark(k)
     end
   end
 end
 
--- settleKind ends a hold: restores what is unchanged, credits the rest.
+-- settleKind ends a hold: restores what is unchanged, gives back the
+-- rest, no more than the least room since the hold (see "Holds").
 local function settleKind(n, holdK)
-  local live = call('DEL', KEYS[holdK]) == 1
+  local h = call('GETDEL', KEYS[holdK])
+  local live = h ~= false
+  local num = live and (tonumber(h) or 1) -- a hold without a number: its call's own
   nOut = nOut + 1
   out[nOut] = live and ST[1] or ST[0]
   for _ = 1, n do
@@ -554,21 +665,24 @@ local function settleKind(n, holdK)
     i, ep, ev, eu, er, tp, tv, tu, tr, amount, pos = sunpack('<HBdddBdddd', prog, pos)
     if live then
       local k = IK[i]
-      local same
+      local l = IL[i]
+      local same, room = ep == 0, 0
       if CP[k] then
         same = ep == 1 and CV[k] == ev and CU[k] == eu and CR[k] == er
-      else
-        same = ep == 0
+        room = LC[l] - project(l, CV[k], CU[k], CR[k], nus, nrem)
+        local least = leastRoom(k, num)
+        if least < room then room = least end
       end
-      if same then
+      if same and room >= amount then -- nothing took the place of what it holds
         if tp == 1 then
           put(k, i, tv, tu, tr)
         else
-          CP[k] = false
+          CP[k], CE[k] = false, nil
           mark(k)
         end
-      elseif amount > 0 and CP[k] then
-        store(k, i, credit(IL[i], CV[k], CU[k], CR[k], nus, nrem, amount))
+      elseif amount > 0 and room > 0 then
+        if room < amount then amount = room end
+        store(k, i, credit(l, CV[k], CU[k], CR[k], nus, nrem, amount))
       end
     end
   end
@@ -581,6 +695,11 @@ local function writeBack()
     local expK = SEk[KS[k]]
     if CP[k] then
       local blob = pack('<ddd', CV[k], CU[k], CR[k])
+      local e = CE[k]
+      if e then
+        for j = 1, #e do ebuf[j] = pack('<d', e[j]) end
+        blob = blob .. concat(ebuf, '', 1, #e)
+      end
       local tu = fullAt(CW[k], CV[k], CU[k], CR[k])
       if expK > 0 then
         call('SET', KEYS[k], blob)
@@ -600,10 +719,10 @@ local function writeBack()
     end
   end
   for j = 1, nHolds do
-    call('SET', KEYS[holds[j]], '1', 'PX', holdMs)
+    call('SET', KEYS[holds[j]], format('%d', HN[holds[j]]), 'PX', holdMs)
   end
   for j = 1, nS do
-    if SDc[j] then call('SET', KEYS[SDk[j]], pack('<dd', SDu[j], SDr[j])) end
+    if SDc[j] then call('SET', KEYS[SDk[j]], dropRecord(j)) end
   end
 end
 
@@ -651,7 +770,7 @@ local function extend(keys, args)
   for j = 1, n do
     IL[j] = 1
     local b = redis.pcall('GET', keys[j])
-    if type(b) == 'string' and #b == 24 then
+    if type(b) == 'string' and #b >= 24 and (#b - 24) % 16 == 0 then
       local v, u, r = sunpack('<ddd', b)
       local tu = fullAt(j, v, u, r)
       if clientClock then

@@ -19,7 +19,8 @@ import (
 // hold is recorded (a key that expires after redisStore.holdTTL). A denial
 // stops phase one; phase two then ends every hold taken so far by giving
 // the tokens back (the bucket's state before the call if nothing touched
-// it since, else a credit capped at capacity), or, when every tag granted,
+// it since, else a credit of no more than the least room the bucket has
+// had since the hold: see script.lua's "Holds"), or, when every tag granted,
 // by dropping the holds. Nothing waits in a function, so nothing deadlocks;
 // a request meeting a held bucket is decided against the tokens already
 // taken; a client that dies between the phases leaves its tokens taken,

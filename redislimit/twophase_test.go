@@ -14,6 +14,7 @@ import (
 	"github.com/seed7fbd42b6/ratelimit"
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
 // storeLimit is a limit as the store sees it: one shard's arithmetic.
@@ -338,4 +339,153 @@ func TestLimitAllRepeatsRetryAfter(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Phase two gives back no more than the bucket still lacks for what it
+// held: if a reset, a refill or a credit brought the bucket to capacity
+// (or near it) between the phases, the tokens held no longer count, and
+// giving them back over what was taken since would over-admit. The call
+// is a LimitAll that takes 3 of a's 10 tokens, then is denied on its
+// second slot; between its phases, another limiter changes a's bucket,
+// then takes 4 from it. The bucket must end as if the denied call had
+// never run.
+func TestGiveBackAfterTheBucketFilled(t *testing.T) {
+	reset := func(l *ratelimit.Limiter, _ *ratelimittest.Clock, key string) error {
+		return l.Reset(context.Background(), "a", key)
+	}
+	credit := func(n float64) func(*ratelimit.Limiter, *ratelimittest.Clock, string) error {
+		return func(l *ratelimit.Limiter, _ *ratelimittest.Clock, key string) error {
+			return l.Credit(context.Background(), "a", key, n)
+		}
+	}
+	wait := func(d time.Duration) func(*ratelimit.Limiter, *ratelimittest.Clock, string) error {
+		return func(_ *ratelimit.Limiter, clk *ratelimittest.Clock, _ string) error { clk.Advance(d); return nil }
+	}
+	for _, tc := range []struct {
+		name    string
+		before  float64 // taken from a before the call
+		between func(l *ratelimit.Limiter, clk *ratelimittest.Clock, key string) error
+		want    float64
+	}{
+		{"nothing else", 0, wait(0), 6},            // all 3 come back
+		{"reset", 0, reset, 6},                     // none: the reset filled it
+		{"credit to capacity", 0, credit(3), 6},    // none
+		{"credit to 1 short", 0, credit(2), 6},     // 1
+		{"refill to capacity", 0, wait(3 * S), 6},  // none
+		{"refill to 2 short", 0, wait(S), 6},       // 2
+		{"refill, never full", 5, wait(2 * S), 3},  // all 3: 5+2-4
+		{"reset, drained first", 5, reset, 6},      // none
+		{"credit, drained first", 3, credit(1), 4}, // all 3: 7+1-4
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+				ctx := context.Background()
+				clk := newFakeClock(t0)
+				limits := map[string]ratelimit.Config{
+					"a": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 10 * S},
+					"b": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 10 * S},
+				}
+				prefix := testPrefix(t)
+				l1 := openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: limits})
+				l2 := openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: limits})
+				keys := keysOnDistinctTags("a", "b")
+				for _, r := range []ratelimit.Request{{Name: "b", Key: keys[1], Count: 10}, {Name: "a", Key: keys[0], Count: tc.before}} {
+					if r.Count == 0 {
+						continue
+					}
+					if st, err := l2.Limit(ctx, r); err != nil || !st.OK {
+						t.Fatal(st, err)
+					}
+				}
+				afterStep = func(k, n int) {
+					if err := tc.between(l2, clk, keys[0]); err != nil {
+						t.Error(err)
+					}
+					if st, err := l2.Limit(ctx, ratelimit.Request{Name: "a", Key: keys[0], Count: 4}); err != nil || !st.OK {
+						t.Errorf("taking 4 between the phases: %+v, %v", st, err)
+					}
+				}
+				st, err := l1.LimitAll(ctx, ratelimit.Request{Name: "a", Key: keys[0], Count: 3}, ratelimit.Request{Name: "b", Key: keys[1], Count: 9})
+				afterStep = nil
+				if err != nil || st.OK {
+					t.Fatalf("LimitAll = %+v, %v; want denied (b has too few)", st, err)
+				}
+				if v, err := l2.Value(ctx, "a", keys[0]); err != nil || v.Value != tc.want {
+					t.Errorf("a holds %v after the denied LimitAll (%v), want %v", v.Value, err, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// A sharded take whose two shards sit on two slots holds its count on the
+// first shard; when the second serves it alone, phase two gives the
+// first shard its count back. If that shard was filled meanwhile (reset,
+// or refilled) and 4 were taken from it, nothing comes back: the shard
+// must end as if the hold had never been.
+func TestPairGiveBackAfterTheShardFilled(t *testing.T) {
+	for _, how := range []string{"reset", "refill"} {
+		t.Run(how, func(t *testing.T) {
+			forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+				var now atomic.Int64
+				now.Store(t0.UnixNano())
+				cfg := defaultConfig()
+				cfg.prefix, cfg.sweep = testPrefix(t), 0
+				s := newStore(client, &cfg, func() int64 { return now.Load() })
+				defer s.Close()
+				ctx := context.Background()
+				sl := &storeLimit{"p3", bucket.Limit{Kind: bucket.TokenBucket, Rate: 10, Period: int64(10 * S), Capacity: 10}, 3}
+				key := ""
+				for k := 0; ; k++ { // shard 0 on a lower tag than shard 2: shard 0 holds
+					key = fmt.Sprint("k", k)
+					if sl.item(key, 0).Part < sl.item(key, 2).Part {
+						break
+					}
+				}
+				take := func(shard, other int, count float64) bool {
+					c := actor.NewCall()
+					defer c.Release()
+					c.Atomic = true
+					addMember(c, sl, key, shard, other, actor.OpTake, count, false)
+					if _, err := s.Decide(ctx, c); err != nil {
+						t.Fatal(err)
+					}
+					if err := c.FirstErr(); err != nil {
+						t.Fatal(err)
+					}
+					return c.Members[0].OK
+				}
+				afterStep = func(k, n int) {
+					if how == "reset" {
+						c := actor.NewCall()
+						c.AddItem(sl.item(key, 0), -1, false)
+						s.Reset(c)
+						c.Release()
+					} else {
+						now.Add(int64(10 * S))
+					}
+					if !take(0, -1, 4) {
+						t.Error("taking 4 from shard 0 between the phases: denied")
+					}
+				}
+				ok := take(2, 0, 5)
+				afterStep = nil
+				if !ok {
+					t.Fatal("the pair's take of 5: denied")
+				}
+				p := actor.NewCall()
+				defer p.Release()
+				p.AddItem(sl.item(key, 0), -1, false)
+				p.AddItem(sl.item(key, 2), -1, false)
+				s.Peek(p)
+				v0 := sl.lim.Project(p.Items[0].State, p.Now).Value
+				v2 := sl.lim.Project(p.Items[1].State, p.Now).Value
+				// Whichever shard served the pair (after a refill, the first
+				// may), shard 0 was full when 4 were taken from it.
+				if v0 != 6 || v2 != 5 && v2 != 10 {
+					t.Errorf("shard 0 holds %v, want 6 (full when 4 were taken); shard 2 %v, want 5 or 10 (served the pair or not)", v0, v2)
+				}
+			})
+		})
+	}
 }
