@@ -268,6 +268,11 @@ func (p *parser) rateLimit(n *yaml.Node) *rawRateLimit {
 		return nil
 	}
 	if rl.unlimited {
+		if n := fields["unit"]; n != nil && n.Kind == yaml.ScalarNode {
+			if _, ok := ParseUnit(n.Value); !ok {
+				delete(fields, "unit") // not a unit: ignored, as envoyproxy/ratelimit ignores it
+			}
+		}
 		if !p.refuse(fields, "not with unlimited: true", "unit", "period", "algorithm", "capacity", "max_reserved", "shards") {
 			return nil
 		}

@@ -85,8 +85,6 @@ func TestParseErrors(t *testing.T) {
 			"      unit: day", "      requests_per_unit: '5'"), ErrSyntax, 6, "rate_limit.requests_per_unit", ""},
 		{"theirs: unit with unlimited", doc("domain: d", "descriptors:", "  - key: a", "    rate_limit:",
 			"      unlimited: true", "      unit: day"), ErrInvalidValue, 6, "rate_limit.unit", "unlimited"},
-		{"unknown unit with unlimited", doc("domain: d", "descriptors:", "  - key: a", "    rate_limit:",
-			"      unlimited: true", "      unit: foo"), ErrInvalidValue, 6, "rate_limit.unit", "unlimited"},
 		{"period with unlimited", doc("domain: d", "descriptors:", "  - key: a", "    rate_limit:",
 			"      unlimited: true", "      period: 1s"), ErrInvalidValue, 6, "rate_limit.period", "unlimited"},
 		{"theirs: empty replaces name", doc("domain: d", "descriptors:", "  - key: a", "    rate_limit:",
@@ -305,6 +303,19 @@ func TestParseExtensions(t *testing.T) {
 					tc.cfg, tc.mult, tc.unit)
 			}
 		})
+	}
+}
+
+// With unlimited: true, a unit that is no unit (empty, "unknown", any
+// other word) is ignored, as envoyproxy/ratelimit ignores it; a real unit
+// is refused (TestParseErrors), as theirs refuses it.
+func TestParseUnlimitedIgnoresWhatIsNoUnit(t *testing.T) {
+	for _, unit := range []string{`""`, "unknown", "UNKNOWN", "foo"} {
+		c := parse(t, doc("domain: d", "descriptors:", "  - key: a", "    rate_limit:",
+			"      unlimited: true", "      unit: "+unit))
+		if m, ok := limitFor(t, c, "d", "a=1"); !ok || !m.Limit.Unlimited {
+			t.Errorf("unit %s with unlimited: %+v, %v; want an unlimited rule", unit, m.Limit, ok)
+		}
 	}
 }
 
