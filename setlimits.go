@@ -16,7 +16,10 @@ import (
 //
 // Buckets keep their stored state (value and ts) and are read under the
 // new config from then on, capped at its capacity: the same rule as
-// reopening a file with changed Options.Limits. A bucket of a limit that
+// reopening a file with changed Options.Limits. A fixed window whose
+// period or start changed reads its stored window start as the start of
+// the new config's window that holds it, so that windows keep to the new
+// grid. A bucket of a limit that
 // is removed, or of a shard beyond a limit's new Shards, is kept as it is
 // but no longer used; if the limit comes back it is read again. Requests
 // already under way when SetLimits returns may still be decided under the

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
 // A bucket keeps its (value, ts) across SetLimits and is read under the
@@ -41,6 +43,49 @@ func TestSetLimitsReadsBucketsUnderTheNewConfig(t *testing.T) {
 			}
 			if cfg, _ := l.Config("api"); cfg.Capacity != c.to.Capacity || cfg.Rate != c.to.Rate {
 				t.Errorf("Config = %+v, want %+v", cfg, c.to)
+			}
+		})
+	}
+}
+
+// A fixed window whose period (or start) changes keeps its windows on the
+// new config's grid from then on: a bucket stored under the old one is
+// read from the start of the new window that holds its stored start,
+// keeping what it holds (capped), in memory and after reopening the file
+// under the new config. ratelimitd aligns windows to the epoch, as
+// envoyproxy/ratelimit does, and a reload must keep them there.
+func TestSetLimitsRealignsAFixedWindow(t *testing.T) {
+	epoch := time.Unix(0, 0)
+	perSecond := Config{Kind: FixedWindow, Rate: 2, Period: time.Second, Start: epoch}
+	perMinute := Config{Kind: FixedWindow, Rate: 2, Period: time.Minute, Start: epoch}
+	minute := t0.Truncate(time.Minute).Add(time.Minute)
+	for _, how := range []string{"SetLimits in memory", "SetLimits", "reopen"} {
+		t.Run(how, func(t *testing.T) {
+			clk := ratelimittest.NewClock(minute.Add(14900 * time.Millisecond))
+			path := filepath.Join(t.TempDir(), "rl.db")
+			if how == "SetLimits in memory" {
+				path = ""
+			}
+			l := open(t, Options{Path: path, Now: clk.Now, Limits: map[string]Config{"api": perSecond}})
+			grant(t, l, Request{Name: "api", Key: "k"}) // the window [14 s, 15 s)
+			clk.Advance(3100 * time.Millisecond)        // 18 s past the minute
+			if how != "reopen" {
+				if err := l.SetLimits(map[string]Config{"api": perMinute}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				l = open(t, Options{Path: path, Now: clk.Now, Limits: map[string]Config{"api": perMinute}})
+			}
+			st := grant(t, l, Request{Name: "api", Key: "k"})
+			if want := 42 * time.Second; st.ResetAfter != want || st.Remaining != 0 {
+				t.Errorf("under the per-minute window: %+v; want 0 left, full again in %v (at the minute's end)", st, want)
+			}
+			clk.Advance(42 * time.Second)
+			if v := value(t, l, "api", "k").Value; v != 2 {
+				t.Errorf("in the next minute: %v left, want 2", v)
 			}
 		})
 	}

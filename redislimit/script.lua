@@ -312,9 +312,24 @@ local function mark(k)
   end
 end
 -- item i's bucket as stored, or fresh: v, us, rem, present
+-- A fixed window's stored start off its limit's grid (stored under
+-- another period or phase: SetLimits) is read as the start of the window
+-- on the grid that holds it, as the partitions read it.
 local function state(i)
   local k = IK[i]
-  if CP[k] then return CV[k], CU[k], CR[k], true end
+  if CP[k] then
+    local l = IL[i]
+    if LK[l] == 2 then
+      local u, r = CU[k], CR[k]
+      local eus, erem = sub(u, r, IHu[i], IHr[i])
+      local _, rus, rrem = divmod(eus, erem, l)
+      if rus ~= 0 or rrem ~= 0 then
+        u, r = sub(u, r, rus, rrem)
+      end
+      return CV[k], u, r, true
+    end
+    return CV[k], CU[k], CR[k], true
+  end
   local fu, fr = freshAt()
   local v, u, r = fresh(i, fu, fr)
   return v, u, r, false

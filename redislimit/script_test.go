@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -176,6 +177,32 @@ func TestLargeCalls(t *testing.T) {
 		}
 		if v, err := l.Value(ctx, "s", "k"); err != nil || v.Value != 10*n {
 			t.Fatalf("Value after Reset: %v, %v; want %d", v.Value, err, 10*n)
+		}
+	})
+}
+
+// A fixed window whose period changes keeps to the new grid at once, as
+// in memory (ratelimit's TestSetLimitsRealignsAFixedWindow): a bucket
+// stored in a per-second window is read, after SetLimits, from the start
+// of the minute that holds it.
+func TestSetLimitsRealignsAFixedWindow(t *testing.T) {
+	epoch := time.Unix(0, 0)
+	perSecond := ratelimit.Config{Kind: ratelimit.FixedWindow, Rate: 2, Period: time.Second, Start: epoch}
+	perMinute := ratelimit.Config{Kind: ratelimit.FixedWindow, Rate: 2, Period: time.Minute, Start: epoch}
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		ctx := context.Background()
+		clk := newFakeClock(t0.Truncate(time.Minute).Add(time.Minute + 14900*time.Millisecond))
+		l := open(t, client, ratelimit.Options{Now: clk.Now, Limits: map[string]ratelimit.Config{"api": perSecond}})
+		if st, err := l.Limit(ctx, ratelimit.Request{Name: "api", Key: "k"}); err != nil || !st.OK {
+			t.Fatal(st, err)
+		}
+		clk.Advance(3100 * time.Millisecond) // 18 s past the minute
+		if err := l.SetLimits(map[string]ratelimit.Config{"api": perMinute}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := l.Limit(ctx, ratelimit.Request{Name: "api", Key: "k"})
+		if want := 42 * time.Second; err != nil || !st.OK || st.ResetAfter != want || st.Remaining != 0 {
+			t.Errorf("under the per-minute window: %+v, %v; want granted, 0 left, full again in %v", st, err, want)
 		}
 	})
 }

@@ -70,3 +70,26 @@ func TestReload(t *testing.T) {
 		})
 	}
 }
+
+// A reload that changes a fixed window's unit keeps the windows aligned
+// to the epoch, as envoyproxy/ratelimit's are: a key counted in a
+// per-second window is, after the reload, in the hour that holds it, and
+// duration_until_reset runs to that hour's end.
+func TestReloadRealignsFixedWindows(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeConfig(t, dir, "e2e.yaml", testConfig+"  - key: u\n    rate_limit: {unit: second, requests_per_unit: 2}\n")
+	p := start(t, "-config", dir, "-data", filepath.Join(t.TempDir(), "d.db"), "-watch-interval", "0")
+	p.should(d("u", "x"))
+	writeConfig(t, dir, "e2e.yaml", testConfig+"  - key: u\n    rate_limit: {unit: hour, requests_per_unit: 2}\n")
+	p.signal(syscall.SIGHUP)
+	eventually(t, 30*time.Second, "the reload", func() bool {
+		return metric(t, p.httpAddr, "ratelimitd_config_reloads_total", `result="success"`) == 1
+	})
+	got := p.should(d("u", "x")).Statuses[0].GetDurationUntilReset().AsDuration()
+	now := time.Now()
+	want := now.Truncate(time.Hour).Add(time.Hour).Sub(now)
+	if got < want-2*time.Second || got > want+2*time.Second {
+		t.Errorf("duration_until_reset after the reload: %v, want about %v (the end of the hour)", got, want)
+	}
+}

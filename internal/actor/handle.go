@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
@@ -139,12 +140,18 @@ func (p *Partition) has(it *Item) bool {
 // with a stamp later than now (the clock went back since): it is then full
 // as of the latest such reading or stamp, so that the refill up to it is
 // not counted twice. Without drops since, a fresh bucket starts at now, as
-// SEMANTICS says.
+// SEMANTICS says. A fixed window's stored start that is off its limit's
+// grid (stored under another period or start: SetLimits, or a file
+// reopened with changed limits) is read as the start of the window on the
+// grid that holds it, so that windows keep to the grid the config sets.
 func (p *Partition) loadItem(it *Item) (found bool) {
 	e, ref, ok := p.buckets.getRef(it.Hash, it.ID)
 	it.ref, it.refMoves = ref, p.buckets.moves
 	if ok {
 		it.State = e.s
+		if it.Lim.Kind == bucket.FixedWindow {
+			it.State.TS = it.Lim.WindowStart(e.s.TS, it.Phase)
+		}
 	} else {
 		it.State = it.Lim.Fresh(max(p.now, p.dropped), it.Phase)
 	}
