@@ -12,7 +12,8 @@ type SalvageReport struct {
 	// Buckets is the number of buckets written to the new file.
 	Buckets int
 	// SnapshotRecords is the number of buckets read from the file's last
-	// snapshot (0 without one, or when it was unreadable).
+	// snapshot (0 without one): those of every part of it that checks
+	// out.
 	SnapshotRecords int
 	// LogBatches and LogRecords count the log written after that
 	// snapshot that was read back.
@@ -27,8 +28,8 @@ type SalvageReport struct {
 
 // Salvage reads what it can of the limiter's file at src, which may be
 // damaged, and writes it to a new file at dst (which must not exist): the
-// last snapshot that checks out whole, plus every log batch after it that
-// checks out. Open refuses a damaged file (ErrCorrupt) rather than start
+// last snapshot, every part of it that checks out (each part has its own
+// checksum), plus every log batch after it that checks out. Open refuses a damaged file (ErrCorrupt) rather than start
 // on part of its state; Salvage is how an operator accepts what is left.
 // It also compacts: the new file holds the live buckets and nothing else
 // (a limiter's file never shrinks by itself).
@@ -48,10 +49,7 @@ func Salvage(src, dst string) (SalvageReport, error) {
 	if err := filestate.Write(dst, c.Buckets); err != nil {
 		return SalvageReport{}, fmt.Errorf("%w: salvage into %s: %w", ErrUnavailable, dst, &fileError{err})
 	}
-	rep := SalvageReport{Buckets: len(c.Buckets), LogBatches: c.LogBatches, LogRecords: c.LogRecords}
-	if c.SnapshotErr == nil {
-		rep.SnapshotRecords = c.SnapshotRecords
-	}
+	rep := SalvageReport{Buckets: len(c.Buckets), SnapshotRecords: c.SnapshotRecords, LogBatches: c.LogBatches, LogRecords: c.LogRecords}
 	for _, p := range c.Problems {
 		rep.Problems = append(rep.Problems, p.Error())
 	}

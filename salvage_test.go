@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -100,6 +101,91 @@ func TestSalvageOfATruncatedFile(t *testing.T) {
 		if kept != rep.Buckets || kept < len(damagedKeys()) && len(rep.Problems) == 0 {
 			t.Errorf("%d pages cut: %d keys hold what they took; the report says %d buckets, problems %q", pages, kept, rep.Buckets, rep.Problems)
 		}
+	}
+}
+
+// Salvage keeps every part of a damaged snapshot that checks out: one
+// flipped byte in one chunk loses that chunk's buckets only, and one in
+// the head loses none (the truncation mark gives the snapshot's
+// position). The loss is reported; no bucket holds more than it took.
+func TestSalvageKeepsTheSnapshotsGoodParts(t *testing.T) {
+	for _, part := range []string{"chunk", "head"} {
+		t.Run(part, func(t *testing.T) {
+			dir := t.TempDir()
+			src, dst := filepath.Join(dir, "src.db"), filepath.Join(dir, "dst.db")
+			clk := newClock()
+			opts := Options{Path: src, Now: clk.Now, LogPreallocate: -1, SnapshotBytes: -1, SnapshotInterval: -1, SweepInterval: -1,
+				Limits: map[string]Config{"api": {Kind: TokenBucket, Rate: 100, Period: time.Hour}}}
+			l := open(t, opts)
+			var rs []Request
+			for i := range 4000 {
+				rs = append(rs, Request{Name: "api", Key: fmt.Sprintf("user-%06d-padding-to-fill-chunks", i), Count: 7})
+			}
+			for _, d := range l.LimitMany(bg, rs, nil) {
+				if d.Err != nil || !d.OK {
+					t.Fatal(d)
+				}
+			}
+			if err := l.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db, err := bolt.Open(src, 0o600, &bolt.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var target []byte
+			chunks := 0
+			if err := db.View(func(tx *bolt.Tx) error {
+				snap := tx.Bucket([]byte("snapshot"))
+				chunks = snap.Bucket([]byte("chunks")).Stats().KeyN
+				if part == "chunk" {
+					target = bytes.Clone(snap.Bucket([]byte("chunks")).Get([]byte{0, 0, 0, 0, 0, 0, 0, 1}))
+				} else {
+					target = bytes.Clone(snap.Get([]byte("head")))
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			b, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := bytes.Index(b, target)
+			if chunks < 3 || len(target) == 0 || at < 0 || bytes.Index(b[at+1:], target) >= 0 {
+				t.Fatalf("%d chunks; the %s not found once in the file", chunks, part)
+			}
+			b[at+len(target)-5] ^= 1 // in the chunk's records, or the head's checksum
+			if err := os.WriteFile(src, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Salvage(src, dst)
+			if err != nil || len(rep.Problems) == 0 {
+				t.Fatalf("Salvage = %+v, %v; want a report of the damaged %s", rep, err, part)
+			}
+			opts.Path = dst
+			l = open(t, opts)
+			lost := 0
+			for _, r := range rs {
+				switch v := value(t, l, "api", r.Key).Value; v {
+				case 93:
+				case 100:
+					lost++
+				default:
+					t.Fatalf("%s = %v, want 93 or 100 (lost)", r.Key, v)
+				}
+			}
+			if most := map[string]int{"chunk": len(rs)/chunks + len(rs)/10, "head": 0}[part]; lost > most || part == "chunk" && lost == 0 {
+				t.Errorf("one damaged %s of a snapshot of %d chunks lost %d of %d buckets, want at most %d (and some for a chunk)", part, chunks, lost, len(rs), most)
+			}
+			if rep.Buckets != len(rs)-lost || rep.SnapshotRecords != len(rs)-lost {
+				t.Errorf("report %+v, %d buckets held", rep, len(rs)-lost)
+			}
+		})
 	}
 }
 

@@ -25,8 +25,9 @@ type Contents struct {
 	Pages         uint64 // pages in use
 	FormatVersion uint32
 
-	// HasSnapshot: the file holds a snapshot; SnapshotErr says why it
-	// could not be read (its buckets are then missing from Buckets).
+	// HasSnapshot: the file holds a snapshot; SnapshotErr says what of it
+	// could not be read (the buckets of those parts are then missing from
+	// Buckets; SnapshotRecords counts those read).
 	HasSnapshot     bool
 	SnapshotErr     error
 	SnapshotPos     uint64 // the log position it covers
@@ -148,13 +149,13 @@ func ReadFile(f *os.File) (*Contents, error) {
 	}
 	c.HasSnapshot = top["snapshot"]
 	if c.HasSnapshot {
-		c.SnapshotPos, c.SnapshotRecords, c.SnapshotErr = snapshot.Salvage(head, chunks, func(r wal.Record) {
+		c.SnapshotPos, c.SnapshotRecords, c.SnapshotErr = snapshot.Salvage(head, chunks, c.Truncated, func(r wal.Record) {
 			c.SnapshotNewest = max(c.SnapshotNewest, r.TS)
 			apply(r)
 		})
 		c.SnapshotBytes = snapshotEntries
 		if c.SnapshotErr != nil {
-			c.Problems = append(c.Problems, fmt.Errorf("the snapshot is unreadable, so the buckets it held are missing: %w", c.SnapshotErr))
+			c.Problems = append(c.Problems, fmt.Errorf("the snapshot is damaged, so the buckets its damaged parts held are missing (%d read): %w", c.SnapshotRecords, c.SnapshotErr))
 		}
 	}
 	after := c.SnapshotPos

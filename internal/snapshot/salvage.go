@@ -2,35 +2,48 @@ package snapshot
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
 // Salvage decodes a snapshot read without bbolt from a damaged file: its
-// head value and its chunks bucket's entries, in key order. It checks
-// everything Load checks and calls fn only once the whole snapshot has
-// checked out, so a snapshot is taken whole or not at all; it returns the
-// snapshot's log position and record count.
-func Salvage(headValue []byte, chunks []wal.Entry, fn func(wal.Record)) (pos uint64, records int, err error) {
-	h, err := decodeHead(headValue)
-	if err != nil {
-		return 0, 0, err
+// head value and its chunks bucket's entries, in key order. It keeps every
+// chunk that checks out (each has its own checksum, and each bucket is in
+// one chunk only) and calls fn for their records; err, if not nil, lists
+// what it could not read: damaged chunks, missing ones, a damaged head
+// (whose position the file's truncation mark, truncated, then stands for:
+// a snapshot's last transaction sets the mark to its position). It
+// returns the snapshot's log position and the records it kept.
+func Salvage(headValue []byte, chunks []wal.Entry, truncated uint64, fn func(wal.Record)) (pos uint64, records int, err error) {
+	var problems []error
+	h, herr := decodeHead(headValue)
+	if herr != nil {
+		problems = append(problems, fmt.Errorf("the head: %w", herr))
+		h = head{pos: truncated}
 	}
-	var recs []wal.Record
-	for i, c := range chunks {
-		if len(c.Key) != 8 || binary.BigEndian.Uint64(c.Key) != uint64(i) {
-			return 0, 0, fmt.Errorf("%w: chunk key %x, want chunk %d", ErrCorrupt, c.Key, i)
+	var recs, chunk []wal.Record
+	good := 0
+	for _, c := range chunks {
+		if len(c.Key) != 8 {
+			problems = append(problems, fmt.Errorf("%w: a chunk key of %d bytes", ErrCorrupt, len(c.Key)))
+			continue
 		}
-		if err := wal.DecodeBatch(c.Value, func(r wal.Record) error { recs = append(recs, r); return nil }); err != nil {
-			return 0, 0, fmt.Errorf("%w: chunk %d: %w", ErrCorrupt, i, err)
+		i := binary.BigEndian.Uint64(c.Key)
+		chunk = chunk[:0]
+		if err := wal.DecodeBatch(c.Value, func(r wal.Record) error { chunk = append(chunk, r); return nil }); err != nil {
+			problems = append(problems, fmt.Errorf("%w: chunk %d: %w", ErrCorrupt, i, err))
+			continue
 		}
+		recs = append(recs, chunk...)
+		good++
 	}
-	if uint64(len(chunks)) != h.chunks || uint64(len(recs)) != h.records {
-		return 0, 0, fmt.Errorf("%w: %d chunks and %d records, head says %d and %d", ErrCorrupt, len(chunks), len(recs), h.chunks, h.records)
+	if herr == nil && (uint64(good) != h.chunks || uint64(len(recs)) != h.records) {
+		problems = append(problems, fmt.Errorf("%w: %d chunks and %d records read, the head says %d and %d", ErrCorrupt, good, len(recs), h.chunks, h.records))
 	}
 	for _, r := range recs {
 		fn(r)
 	}
-	return h.pos, len(recs), nil
+	return h.pos, len(recs), errors.Join(problems...)
 }

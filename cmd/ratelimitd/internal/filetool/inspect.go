@@ -30,7 +30,7 @@ func Inspect(w io.Writer, path string, now time.Time) (*filestate.Contents, erro
 	case !c.HasSnapshot:
 		fmt.Fprintf(tw, "snapshot\tnone\n")
 	case c.SnapshotErr != nil:
-		fmt.Fprintf(tw, "snapshot\tunreadable: %v\n", c.SnapshotErr)
+		fmt.Fprintf(tw, "snapshot\tdamaged, %d buckets read: %v\n", c.SnapshotRecords, c.SnapshotErr)
 	default:
 		fmt.Fprintf(tw, "snapshot\t%d buckets, %s, covers the log to batch %d, newest state %s\n",
 			c.SnapshotRecords, bytesText(c.SnapshotBytes), c.SnapshotPos, age(c.SnapshotNewest, now))
