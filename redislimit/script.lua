@@ -232,7 +232,9 @@ local CP, CV, CU, CR, CE, CW, KS = {}, {}, {}, {}, {}, {}, {}
 -- over-admit. What may be given back is at most the least room (capacity
 -- minus value) the bucket has had since the hold: every write after it
 -- takes equally from the bucket with and without the held tokens, and
--- every refill or credit caps both alike.
+-- every refill or credit caps both alike. Room a give-back used up is
+-- taken out of the rooms recorded before it, so that two holds on one
+-- bucket cannot give the same room back twice.
 --
 -- So each tag numbers its holds (SQ, kept in its drop record; a hold key
 -- stores its number), and a bucket that a hold wrote keeps a room record:
@@ -668,8 +670,14 @@ local function itemsKind(kind, n)
 end
 
 -- settleKind ends a hold: restores what is unchanged, gives back the
--- rest, no more than the least room since the hold (see "Holds").
+-- rest, no more than the least room since the hold (see "Holds"). What
+-- it gives back a bucket is room used up: the rooms the bucket's record
+-- held before shrink by it (not below 0), so that another hold cannot
+-- give the same room back again. GV[k] is what the unit gave bucket k,
+-- G0[k] the length of k's record before it, GK those k.
+local GV, G0, GK = {}, {}, {}
 local function settleKind(n, holdK)
+  local nG = 0
   local h = call('GETDEL', KEYS[holdK])
   local live = h ~= false
   local num = live and (tonumber(h) or 1) -- a hold without a number: its call's own
@@ -688,6 +696,19 @@ local function settleKind(n, holdK)
         local least = leastRoom(k, num)
         if least < room then room = least end
       end
+      local given = 0
+      if same and room >= amount then
+        given = amount
+      elseif amount > 0 and room > 0 then
+        given = room < amount and room or amount
+      end
+      if given > 0 then
+        if not GV[k] then
+          nG = nG + 1
+          GK[nG], GV[k], G0[k] = k, 0, CE[k] and #CE[k] or 0
+        end
+        GV[k] = GV[k] + given
+      end
       if same and room >= amount then -- nothing took the place of what it holds
         if tp == 1 then
           put(k, i, tv, tu, tr)
@@ -700,6 +721,20 @@ local function settleKind(n, holdK)
         store(k, i, credit(l, CV[k], CU[k], CR[k], nus, nrem, amount))
       end
     end
+  end
+  for j = 1, nG do
+    local k = GK[j]
+    local e = CE[k]
+    if e then
+      local g, m = GV[k], G0[k]
+      if m > #e then m = #e end
+      for q = 2, m, 2 do
+        local x = e[q] - g
+        if x < 0 then x = 0 end
+        e[q] = x
+      end
+    end
+    GV[k], G0[k] = nil, nil
   end
 end
 

@@ -489,3 +489,223 @@ func TestPairGiveBackAfterTheShardFilled(t *testing.T) {
 		})
 	}
 }
+
+// Two denied LimitAll calls hold 3 each on a (10 tokens), one inside the
+// other's phases; between, a credit of 4 or a refill (which a bucket
+// without the holds would lose at capacity), then a take of 4. Each give-
+// back uses up room the other then cannot give again: a ends as if
+// neither call had run, 10 -> 10 (capped) -> 6.
+func TestOverlappingHoldsGiveBackOnce(t *testing.T) {
+	for _, between := range []string{"credit", "refill"} {
+		t.Run(between, func(t *testing.T) {
+			forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+				ctx := context.Background()
+				clk := newFakeClock(t0)
+				limits := map[string]ratelimit.Config{
+					"a": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 10 * S},
+					"b": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 1000 * H},
+				}
+				prefix := testPrefix(t)
+				l1 := openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: limits})
+				l2 := openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: limits})
+				keys := keysOnDistinctTags("a", "b")
+				if st, err := l2.Limit(ctx, ratelimit.Request{Name: "b", Key: keys[1], Count: 10}); err != nil || !st.OK {
+					t.Fatal(st, err)
+				}
+				denied := []ratelimit.Request{{Name: "a", Key: keys[0], Count: 3}, {Name: "b", Key: keys[1], Count: 1}}
+				depth := 0
+				afterStep = func(k, n int) {
+					depth++
+					defer func() { depth-- }()
+					switch depth {
+					case 1: // the outer call holds 3 (a = 7); the inner one 3 more
+						if st, err := l2.LimitAll(ctx, denied...); err != nil || st.OK {
+							t.Errorf("inner LimitAll = %+v, %v; want denied", st, err)
+						}
+					case 2: // a = 4
+						if between == "refill" {
+							clk.Advance(4 * S)
+						} else if err := l2.Credit(ctx, "a", keys[0], 4); err != nil {
+							t.Error(err)
+						}
+						if st, err := l2.Limit(ctx, ratelimit.Request{Name: "a", Key: keys[0], Count: 4}); err != nil || !st.OK {
+							t.Errorf("taking 4: %+v, %v", st, err)
+						}
+					}
+				}
+				st, err := l1.LimitAll(ctx, denied...)
+				afterStep = nil
+				if err != nil || st.OK {
+					t.Fatalf("outer LimitAll = %+v, %v; want denied", st, err)
+				}
+				if v, err := l2.Value(ctx, "a", keys[0]); err != nil || v.Value != 6 {
+					t.Errorf("a holds %v (%v) after two denied LimitAlls, want 6 (as if neither had run)", v.Value, err)
+				}
+			})
+		})
+	}
+}
+
+// Random interleavings on one bucket a of LimitAll calls across slots
+// (granted or denied, up to 6 paused between their phases at once),
+// takes, reservations, credits, resets and clock steps: a never ends with
+// more tokens than a model that applies only the grants made, as if the
+// denied calls had never run.
+func TestHoldsNeverOverAdmit(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 10
+	}
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		for _, kind := range []ratelimit.Kind{ratelimit.TokenBucket, ratelimit.FixedWindow} {
+			for _, reserve := range []bool{false, true} {
+				for seed := range seeds {
+					if msg := holdsTrial(t, client, kind, reserve, uint64(seed)); msg != "" {
+						t.Fatalf("%v, reserve %v, seed %d: %s", kind, reserve, seed, msg)
+					}
+				}
+			}
+		}
+	})
+}
+
+// holdsTrial runs one trial of TestHoldsNeverOverAdmit; "" if it passed.
+func holdsTrial(t *testing.T, client redis.UniversalClient, kind ratelimit.Kind, reserve bool, seed uint64) string {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	ctx := context.Background()
+	clk := newFakeClock(t0)
+	period := 10 * S
+	acfg := ratelimit.Config{Kind: kind, Rate: 10, Period: period}
+	lim := bucket.Limit{Kind: bucket.TokenBucket, Rate: 10, Period: int64(period), Capacity: 10}
+	if reserve {
+		acfg.MaxReserved, lim.MaxReserved = 5, 5
+	}
+	phase := int64(0)
+	if kind == ratelimit.FixedWindow {
+		acfg.Start = t0
+		lim.Kind, phase = bucket.FixedWindow, bucket.StartPhase(t0.UnixNano(), int64(period))
+	}
+	limits := map[string]ratelimit.Config{
+		"a": acfg,
+		"b": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 1000 * H}, // drained: a call that needs it is denied
+		"c": {Kind: ratelimit.TokenBucket, Rate: 1e6, Period: S},       // a call that needs it is granted
+	}
+	l := openPrefix(t, client, testPrefix(t), ratelimit.Options{Now: clk.Now, Limits: limits})
+	keys := keysOnDistinctTags("a", "b", "c")
+	if st, err := l.Limit(ctx, ratelimit.Request{Name: "b", Key: keys[1], Count: 10}); err != nil || !st.OK {
+		t.Fatal(st, err)
+	}
+	now := func() int64 { return clk.Now().UnixNano() }
+	model := lim.Fresh(now(), phase)
+	var steps []string
+	logf := func(f string, a ...any) { steps = append(steps, fmt.Sprintf(f, a...)) }
+
+	type call struct {
+		gate, done chan struct{}
+		ok, deny   bool
+		err        error
+	}
+	arrived := make(chan chan struct{})
+	afterStep = func(k, n int) { // a call pauses after its first step until its gate opens
+		if k < n-1 {
+			gate := make(chan struct{})
+			arrived <- gate
+			<-gate
+		}
+	}
+	var open []*call
+	defer func() {
+		for _, c := range open {
+			close(c.gate)
+			<-c.done
+		}
+		afterStep = nil
+	}()
+	ops := 4 + rng.IntN(30)
+	for op := 0; op < ops || len(open) > 0; op++ {
+		r := []int{0, 0, 0, 1, 2, 3, 4, 5, 6, 9, 9, 9}[rng.IntN(12)]
+		if op >= ops {
+			r = 9
+		}
+		switch {
+		case r == 0 && len(open) < 6: // a LimitAll, paused between its phases
+			c := &call{done: make(chan struct{}), deny: rng.IntN(3) > 0}
+			n, res := float64(1+rng.IntN(5)), reserve && rng.IntN(2) == 0
+			rs := []ratelimit.Request{{Name: "a", Key: keys[0], Count: n, Reserve: res}, {Name: "c", Key: keys[2]}}
+			if c.deny {
+				rs[1] = ratelimit.Request{Name: "b", Key: keys[1]}
+			}
+			go func() {
+				st, err := l.LimitAll(ctx, rs...)
+				c.ok, c.err = st.OK, err
+				close(c.done)
+			}()
+			select {
+			case c.gate = <-arrived:
+				open = append(open, c)
+				if !c.deny {
+					next, ok := lim.Try(model, now(), n, res)
+					if !ok {
+						return fmt.Sprintf("a's step granted a take of %v the model denies; %v", n, steps)
+					}
+					model = next
+				}
+				logf("LimitAll(%v, deny %v)", n, c.deny)
+			case <-c.done: // denied on a
+				if c.ok || c.err != nil {
+					return fmt.Sprintf("LimitAll done without pausing: %v, %v", c.ok, c.err)
+				}
+				logf("LimitAll(%v) denied on a", n)
+			}
+		case r == 9 && len(open) > 0: // one paused call goes on
+			i := rng.IntN(len(open))
+			c := open[i]
+			open = append(open[:i], open[i+1:]...)
+			close(c.gate)
+			<-c.done
+			if c.err != nil || c.ok == c.deny {
+				return fmt.Sprintf("LimitAll ended %v, %v; deny %v", c.ok, c.err, c.deny)
+			}
+			logf("end(deny %v)", c.deny)
+		case r <= 3:
+			n, res := float64(1+rng.IntN(6)), reserve && rng.IntN(2) == 0
+			st, err := l.Limit(ctx, ratelimit.Request{Name: "a", Key: keys[0], Count: n, Reserve: res})
+			if err != nil {
+				return err.Error()
+			}
+			if st.OK {
+				next, ok := lim.Try(model, now(), n, res)
+				if !ok {
+					return fmt.Sprintf("a take of %v granted, the model holds %v; %v", n, lim.Project(model, now()).Value, steps)
+				}
+				model = next
+			}
+			logf("take(%v, reserve %v) = %v", n, res, st.OK)
+		case r == 4:
+			n := float64(1 + rng.IntN(5))
+			if err := l.Credit(ctx, "a", keys[0], n); err != nil {
+				return err.Error()
+			}
+			model = lim.Credit(model, now(), n)
+			logf("credit(%v)", n)
+		case r == 5 && rng.IntN(3) == 0:
+			if err := l.Reset(ctx, "a", keys[0]); err != nil {
+				return err.Error()
+			}
+			model = lim.Fresh(now(), phase)
+			logf("reset")
+		case r == 6 && rng.IntN(2) == 0:
+			d := time.Duration(rng.IntN(5)) * S
+			clk.Advance(d)
+			logf("wait(%v)", d)
+		}
+	}
+	v, err := l.Value(ctx, "a", keys[0])
+	if err != nil {
+		return err.Error()
+	}
+	if want := lim.Project(model, now()).Value; v.Value > want {
+		return fmt.Sprintf("over-admission: a holds %v, the model %v; %v", v.Value, want, steps)
+	}
+	return ""
+}
