@@ -45,6 +45,7 @@ type File struct {
 	size     int64
 	pageSize int
 	hwm      uint64 // pages in use: 0 .. hwm-1
+	end      uint64 // pages that can be read: hwm, or fewer in a file cut short (lenient)
 	root     uint64 // the root bucket's page
 	freelist uint64 // noFreelist when not synced
 	seen     []uint64
@@ -98,7 +99,8 @@ func Open(r io.ReaderAt, size int64, strict bool) (*File, error) {
 	case f.freelist != noFreelist && (f.freelist < 2 || f.freelist >= f.hwm):
 		return nil, damaged("freelist at page %d, outside 2..%d", f.freelist, f.hwm-1)
 	}
-	f.seen = make([]uint64, (f.hwm+63)/64)
+	f.end = min(f.hwm, uint64(f.size)/uint64(f.pageSize)) // a damaged meta page may claim any number
+	f.seen = make([]uint64, (f.end+63)/64)
 	return f, nil
 }
 
@@ -211,6 +213,9 @@ func (f *File) page(id uint64, want uint16) (page, error) {
 	if id < 2 || id >= f.hwm {
 		return page{}, damaged("page %d outside 2..%d", id, f.hwm-1)
 	}
+	if id >= f.end {
+		return page{}, damaged("page %d past the end of the file (%d pages)", id, f.end)
+	}
 	var h [pageHeaderSize]byte
 	if _, err := f.r.ReadAt(h[:], int64(id)*int64(f.pageSize)); err != nil {
 		return page{}, fmt.Errorf("reading page %d: %w", id, err)
@@ -228,6 +233,8 @@ func (f *File) page(id uint64, want uint16) (page, error) {
 		return page{}, damaged("page %d has flags %#x", id, p.flags)
 	case uint64(p.overflow) >= f.hwm-id:
 		return page{}, damaged("page %d with %d overflow pages passes the high-water mark %d", id, p.overflow, f.hwm)
+	case uint64(p.overflow) >= f.end-id:
+		return page{}, damaged("page %d with %d overflow pages passes the end of the file (%d pages)", id, p.overflow, f.end)
 	}
 	for i := id; i <= id+uint64(p.overflow); i++ {
 		if f.isSeen(i) {
@@ -244,7 +251,7 @@ func (f *File) page(id uint64, want uint16) (page, error) {
 	return p, nil
 }
 
-func (f *File) isSeen(id uint64) bool { return f.seen[id/64]&(1<<(id%64)) != 0 }
+func (f *File) isSeen(id uint64) bool { return id < f.end && f.seen[id/64]&(1<<(id%64)) != 0 }
 
 // unsee forgets that p (and its overflow) was reached.
 func (f *File) unsee(p page) {

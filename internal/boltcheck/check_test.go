@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -253,6 +255,36 @@ func TestWalkKeepsAPageADamagedPointerReaches(t *testing.T) {
 }
 
 // FuzzCheck: Check never panics or hangs on any content.
+// A meta page (with a valid checksum) may claim any number of pages:
+// salvage's lenient walk reports a file that holds fewer as damaged; it
+// neither panics nor allocates for the pages claimed.
+func TestWalkOfAMetaPageClaimingHugeFile(t *testing.T) {
+	b := sampleFile(t, false)
+	ps := int(binary.LittleEndian.Uint32(b[pageHeaderSize+8:]))
+	for _, claim := range []uint64{1 << 62, 1 << 40, uint64(len(b)/ps) + 1} {
+		for _, off := range []int{0, ps} { // both meta pages
+			m := b[off+pageHeaderSize : off+pageHeaderSize+metaSize]
+			binary.LittleEndian.PutUint64(m[40:], claim)
+			h := fnv.New64a()
+			h.Write(m[:56])
+			binary.LittleEndian.PutUint64(m[56:], h.Sum64())
+		}
+		var allocs runtime.MemStats
+		runtime.ReadMemStats(&allocs)
+		before := allocs.TotalAlloc
+		if _, err := Walk(bytes.NewReader(b), int64(len(b)), func([][]byte, []byte, []byte, bool) {}); err != nil {
+			t.Fatalf("a claim of %d pages: Walk = %v, want the pages read and the rest reported", claim, err)
+		}
+		runtime.ReadMemStats(&allocs)
+		if grew := allocs.TotalAlloc - before; grew > 1<<24 {
+			t.Errorf("a claim of %d pages: Walk allocated %d bytes", claim, grew)
+		}
+		if _, err := Open(bytes.NewReader(b), int64(len(b)), true); !errors.Is(err, ErrDamaged) {
+			t.Errorf("a claim of %d pages: strict Open = %v, want ErrDamaged", claim, err)
+		}
+	}
+}
+
 func FuzzCheck(f *testing.F) {
 	f.Add(sampleFile(f, false))
 	f.Fuzz(func(t *testing.T, b []byte) {
