@@ -341,6 +341,26 @@ func TestLimitAllRepeatsRetryAfter(t *testing.T) {
 	})
 }
 
+// limitersDeniedOnB opens two limiters on one keyspace, on a fake clock,
+// with limits a (10 tokens, refilled in 10 s) and b (10, refilled over
+// 1000 hours), whose keys sit on two slots, a's first; b's bucket is
+// drained, so a LimitAll that also asks b is denied after a's step.
+func limitersDeniedOnB(t *testing.T, client redis.UniversalClient) (clk *ratelimittest.Clock, l1, l2 *ratelimit.Limiter, keys []string) {
+	clk = newFakeClock(t0)
+	limits := map[string]ratelimit.Config{
+		"a": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 10 * S},
+		"b": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 1000 * H},
+	}
+	prefix := testPrefix(t)
+	l1 = openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: limits})
+	l2 = openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: limits})
+	keys = keysOnDistinctTags("a", "b")
+	if st, err := l2.Limit(context.Background(), ratelimit.Request{Name: "b", Key: keys[1], Count: 10}); err != nil || !st.OK {
+		t.Fatal(st, err)
+	}
+	return clk, l1, l2, keys
+}
+
 // Phase two gives back no more than the bucket still lacks for what it
 // held: if a reset, a refill or a credit brought the bucket to capacity
 // (or near it) between the phases, the tokens held no longer count, and
@@ -380,20 +400,9 @@ func TestGiveBackAfterTheBucketFilled(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
 				ctx := context.Background()
-				clk := newFakeClock(t0)
-				limits := map[string]ratelimit.Config{
-					"a": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 10 * S},
-					"b": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 10 * S},
-				}
-				prefix := testPrefix(t)
-				l1 := openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: limits})
-				l2 := openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: limits})
-				keys := keysOnDistinctTags("a", "b")
-				for _, r := range []ratelimit.Request{{Name: "b", Key: keys[1], Count: 10}, {Name: "a", Key: keys[0], Count: tc.before}} {
-					if r.Count == 0 {
-						continue
-					}
-					if st, err := l2.Limit(ctx, r); err != nil || !st.OK {
+				clk, l1, l2, keys := limitersDeniedOnB(t, client)
+				if tc.before > 0 {
+					if st, err := l2.Limit(ctx, ratelimit.Request{Name: "a", Key: keys[0], Count: tc.before}); err != nil || !st.OK {
 						t.Fatal(st, err)
 					}
 				}
@@ -500,18 +509,7 @@ func TestOverlappingHoldsGiveBackOnce(t *testing.T) {
 		t.Run(between, func(t *testing.T) {
 			forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
 				ctx := context.Background()
-				clk := newFakeClock(t0)
-				limits := map[string]ratelimit.Config{
-					"a": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 10 * S},
-					"b": {Kind: ratelimit.TokenBucket, Rate: 10, Period: 1000 * H},
-				}
-				prefix := testPrefix(t)
-				l1 := openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: limits})
-				l2 := openPrefix(t, client, prefix, ratelimit.Options{Now: clk.Now, Limits: limits})
-				keys := keysOnDistinctTags("a", "b")
-				if st, err := l2.Limit(ctx, ratelimit.Request{Name: "b", Key: keys[1], Count: 10}); err != nil || !st.OK {
-					t.Fatal(st, err)
-				}
+				clk, l1, l2, keys := limitersDeniedOnB(t, client)
 				denied := []ratelimit.Request{{Name: "a", Key: keys[0], Count: 3}, {Name: "b", Key: keys[1], Count: 1}}
 				depth := 0
 				afterStep = func(k, n int) {
