@@ -232,9 +232,9 @@ local CP, CV, CU, CR, CE, CW, KS = {}, {}, {}, {}, {}, {}, {}
 -- over-admit. What may be given back is at most the least room (capacity
 -- minus value) the bucket has had since the hold: every write after it
 -- takes equally from the bucket with and without the held tokens, and
--- every refill or credit caps both alike. Room a give-back used up is
--- taken out of the rooms recorded before it, so that two holds on one
--- bucket cannot give the same room back twice.
+-- every refill or credit caps both alike. Room a give-back uses up is
+-- taken out of the rooms recorded since its hold, so that two holds on
+-- one bucket cannot give the same room back twice.
 --
 -- So each tag numbers its holds (SQ, kept in its drop record; a hold key
 -- stores its number), and a bucket that a hold wrote keeps a room record:
@@ -669,15 +669,36 @@ local function itemsKind(kind, n)
   end
 end
 
+-- usedUp takes room given back by hold number num out of bucket k's
+-- record: the rooms recorded since the hold (its tokens out then) shrink
+-- by given, not below 0, so that no other hold can give the same room
+-- back again; then a pair a later one undercuts goes, as in observe.
+local function usedUp(k, num, given)
+  local e = CE[k]
+  if not e then return end
+  for q = 2, #e, 2 do
+    if e[q - 1] >= num then
+      local x = e[q] - given
+      if x < 0 then x = 0 end
+      e[q] = x
+    end
+  end
+  local w, least = #e, huge
+  for q = #e, 2, -2 do -- keep, from the top down, the pairs below every later room
+    if e[q] < least then
+      least = e[q]
+      e[w - 1], e[w] = e[q - 1], e[q]
+      w = w - 2
+    end
+  end
+  local len = #e - w
+  for q = 1, len do e[q] = e[w + q] end
+  for q = #e, len + 1, -1 do e[q] = nil end
+end
+
 -- settleKind ends a hold: restores what is unchanged, gives back the
--- rest, no more than the least room since the hold (see "Holds"). What
--- it gives back a bucket is room used up: the rooms the bucket's record
--- held before shrink by it (not below 0), so that another hold cannot
--- give the same room back again. GV[k] is what the unit gave bucket k,
--- G0[k] the length of k's record before it, GK those k.
-local GV, G0, GK = {}, {}, {}
+-- rest, no more than the least room since the hold (see "Holds").
 local function settleKind(n, holdK)
-  local nG = 0
   local h = call('GETDEL', KEYS[holdK])
   local live = h ~= false
   local num = live and (tonumber(h) or 1) -- a hold without a number: its call's own
@@ -702,13 +723,7 @@ local function settleKind(n, holdK)
       elseif amount > 0 and room > 0 then
         given = room < amount and room or amount
       end
-      if given > 0 then
-        if not GV[k] then
-          nG = nG + 1
-          GK[nG], GV[k], G0[k] = k, 0, CE[k] and #CE[k] or 0
-        end
-        GV[k] = GV[k] + given
-      end
+      if given > 0 then usedUp(k, num, given) end
       if same and room >= amount then -- nothing took the place of what it holds
         if tp == 1 then
           put(k, i, tv, tu, tr)
@@ -721,20 +736,6 @@ local function settleKind(n, holdK)
         store(k, i, credit(l, CV[k], CU[k], CR[k], nus, nrem, amount))
       end
     end
-  end
-  for j = 1, nG do
-    local k = GK[j]
-    local e = CE[k]
-    if e then
-      local g, m = GV[k], G0[k]
-      if m > #e then m = #e end
-      for q = 2, m, 2 do
-        local x = e[q] - g
-        if x < 0 then x = 0 end
-        e[q] = x
-      end
-    end
-    GV[k], G0[k] = nil, nil
   end
 end
 

@@ -500,12 +500,12 @@ func TestPairGiveBackAfterTheShardFilled(t *testing.T) {
 }
 
 // Two denied LimitAll calls hold 3 each on a (10 tokens), one inside the
-// other's phases; between, a credit of 4 or a refill (which a bucket
-// without the holds would lose at capacity), then a take of 4. Each give-
-// back uses up room the other then cannot give again: a ends as if
-// neither call had run, 10 -> 10 (capped) -> 6.
+// other's phases; between, nothing, or a credit of 4 or a refill (which a
+// bucket without the holds would lose at capacity) then a take of 4. Each
+// give-back uses up room the other then cannot give again, and only that:
+// a ends as if neither call had run, 10, or 10 -> 10 (capped) -> 6.
 func TestOverlappingHoldsGiveBackOnce(t *testing.T) {
-	for _, between := range []string{"credit", "refill"} {
+	for _, between := range []string{"nothing", "credit", "refill"} {
 		t.Run(between, func(t *testing.T) {
 			forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
 				ctx := context.Background()
@@ -521,10 +521,15 @@ func TestOverlappingHoldsGiveBackOnce(t *testing.T) {
 							t.Errorf("inner LimitAll = %+v, %v; want denied", st, err)
 						}
 					case 2: // a = 4
-						if between == "refill" {
+						switch between {
+						case "nothing":
+							return
+						case "refill":
 							clk.Advance(4 * S)
-						} else if err := l2.Credit(ctx, "a", keys[0], 4); err != nil {
-							t.Error(err)
+						default:
+							if err := l2.Credit(ctx, "a", keys[0], 4); err != nil {
+								t.Error(err)
+							}
 						}
 						if st, err := l2.Limit(ctx, ratelimit.Request{Name: "a", Key: keys[0], Count: 4}); err != nil || !st.OK {
 							t.Errorf("taking 4: %+v, %v", st, err)
@@ -536,8 +541,12 @@ func TestOverlappingHoldsGiveBackOnce(t *testing.T) {
 				if err != nil || st.OK {
 					t.Fatalf("outer LimitAll = %+v, %v; want denied", st, err)
 				}
-				if v, err := l2.Value(ctx, "a", keys[0]); err != nil || v.Value != 6 {
-					t.Errorf("a holds %v (%v) after two denied LimitAlls, want 6 (as if neither had run)", v.Value, err)
+				want := 6.0
+				if between == "nothing" {
+					want = 10
+				}
+				if v, err := l2.Value(ctx, "a", keys[0]); err != nil || v.Value != want {
+					t.Errorf("a holds %v (%v) after two denied LimitAlls, want %v (as if neither had run)", v.Value, err, want)
 				}
 			})
 		})
