@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed7fbd42b6/ratelimit/internal/filestate"
 	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 	bolt "go.etcd.io/bbolt"
 )
@@ -186,6 +188,88 @@ func TestSalvageKeepsTheSnapshotsGoodParts(t *testing.T) {
 				t.Errorf("report %+v, %d buckets held", rep, len(rs)-lost)
 			}
 		})
+	}
+}
+
+// A damaged pointer may lead salvage from the snapshot's chunks to a page
+// that is not the snapshot's: an older snapshot's chunk, or log batches a
+// snapshot truncated, whose checksums pass and whose states are older
+// than the file's. Pointing the chunks bucket at each freed leaf page in
+// turn, no salvaged bucket may hold more than the file last held.
+func TestSalvageTakesNoChunkThatIsNotTheSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.db")
+	clk := newClock()
+	l := open(t, Options{Path: src, Now: clk.Now, LogPreallocate: -1, SnapshotBytes: -1, SnapshotInterval: -1, SweepInterval: -1,
+		Limits: map[string]Config{"api": {Kind: TokenBucket, Rate: 100, Period: time.Hour}}})
+	for round, n := range []int{300, 350} { // a snapshot each: the first one's chunks and the log's pages are freed
+		for i := range n {
+			grant(t, l, Request{Name: "api", Key: fmt.Sprintf("user-%06d", i), Count: 7})
+		}
+		if err := l.Snapshot(); err != nil {
+			t.Fatal(round, err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	good, err := filestate.Read(src)
+	if err != nil || len(good.Problems) > 0 {
+		t.Fatal(err, good.Problems)
+	}
+	held := map[string]float64{}
+	for _, r := range good.Buckets {
+		held[r.Key] = r.Value
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := boltGeometry(t, src)
+	db, err := bolt.Open(src, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snapRoot int
+	err = db.View(func(tx *bolt.Tx) error { snapRoot = int(tx.Bucket([]byte("snapshot")).Root()); return nil })
+	db.Close()
+	if err != nil || snapRoot == 0 {
+		t.Fatalf("the snapshot bucket's root: %d, %v", snapRoot, err)
+	}
+	// The chunks bucket's header, in the snapshot bucket's page: its root
+	// page follows the name.
+	at := snapRoot*page + bytes.Index(b[snapRoot*page:(snapRoot+1)*page], []byte("chunks"))
+	if at < snapRoot*page {
+		t.Fatal("no chunks bucket header in the snapshot bucket's page")
+	}
+	tried := 0
+	for id := 2; (id+1)*page <= len(b); id++ {
+		p := b[id*page:]
+		const leaf = 0x02
+		if binary.LittleEndian.Uint64(p) != uint64(id) || binary.LittleEndian.Uint16(p[8:]) != leaf ||
+			binary.LittleEndian.Uint16(p[10:]) == 0 || binary.LittleEndian.Uint32(p[16+8:]) != 8 { // a leaf whose first key has 8 bytes
+			continue
+		}
+		d := bytes.Clone(b)
+		binary.LittleEndian.PutUint64(d[at+len("chunks"):], uint64(id))
+		path := filepath.Join(dir, fmt.Sprint("pointed-", id))
+		if err := os.WriteFile(path, d, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := filestate.Read(path)
+		if err != nil {
+			continue
+		}
+		tried++
+		for _, r := range c.Buckets {
+			if want, ok := held[r.Key]; ok && r.Value > want {
+				t.Fatalf("the chunks pointed at page %d: %s holds %v, the file held %v (%d snapshot records read; %v)",
+					id, r.Key, r.Value, want, c.SnapshotRecords, c.SnapshotErr)
+			}
+		}
+	}
+	if tried < 3 {
+		t.Fatalf("only %d pages tried", tried)
 	}
 }
 
