@@ -123,7 +123,7 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 // whose shards are drawn at random, only the total is checked against
 // every shard's worth.
 func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
-	var buf [32]int
+	var buf [pairwiseRepeats]int
 	next := repeatChains(rs, defs, buf[:0])
 	for i := range rs {
 		if next[i] < 0 { // no repeat after it, or a repeat already checked
@@ -161,6 +161,10 @@ func repeatsFit(rs []Request, defs []*limitDef, ms []actor.Member) error {
 // walked.
 const checked = -2
 
+// pairwiseRepeats is the most requests repeatChains compares pair by
+// pair, with no allocation; beyond, a map.
+const pairwiseRepeats = 32
+
 // repeatChains links the requests of rs that name one bucket (limit name
 // and key): next[i] is the next request after i naming its bucket, -1 if
 // none. next is buf, grown to len(rs). The work is linear in len(rs)
@@ -168,7 +172,7 @@ const checked = -2
 // request than a small one.
 func repeatChains(rs []Request, defs []*limitDef, buf []int) []int {
 	next := slices.Grow(buf[:0], len(rs))[:len(rs)]
-	if len(rs) <= 32 {
+	if len(rs) <= pairwiseRepeats {
 		for i := range rs {
 			next[i] = -1
 			for j := i + 1; j < len(rs); j++ {

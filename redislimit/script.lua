@@ -114,13 +114,19 @@ local function project(l, v, tus, trem, nu, nr)
   return v, nu, nr
 end
 
+-- windowStart is the start of the fixed window of item i's limit (and
+-- phase) that holds the time (u, r): bucket.Limit.WindowStart.
+local function windowStart(i, u, r)
+  local eus, erem = sub(u, r, IHu[i], IHr[i])
+  local _, rus, rrem = divmod(eus, erem, IL[i])
+  return sub(u, r, rus, rrem)
+end
+
 -- bucket.Limit.Fresh at (nu, nr) for an item's limit and phase.
 local function fresh(i, nu, nr)
   local l = IL[i]
   if LK[l] == 2 then
-    local eus, erem = sub(nu, nr, IHu[i], IHr[i])
-    local _, rus, rrem = divmod(eus, erem, l)
-    local sus, srem = sub(nu, nr, rus, rrem)
+    local sus, srem = windowStart(i, nu, nr)
     return LC[l], sus, srem
   end
   return LC[l], nu, nr
@@ -320,14 +326,8 @@ end
 local function state(i)
   local k = IK[i]
   if CP[k] then
-    local l = IL[i]
-    if LK[l] == 2 then
-      local u, r = CU[k], CR[k]
-      local eus, erem = sub(u, r, IHu[i], IHr[i])
-      local _, rus, rrem = divmod(eus, erem, l)
-      if rus ~= 0 or rrem ~= 0 then
-        u, r = sub(u, r, rus, rrem)
-      end
+    if LK[IL[i]] == 2 then
+      local u, r = windowStart(i, CU[k], CR[k])
       return CV[k], u, r, true
     end
     return CV[k], CU[k], CR[k], true
@@ -717,14 +717,8 @@ local function settleKind(n, holdK)
         local least = leastRoom(k, num)
         if least < room then room = least end
       end
-      local given = 0
-      if same and room >= amount then
-        given = amount
-      elseif amount > 0 and room > 0 then
-        given = room < amount and room or amount
-      end
-      if given > 0 then usedUp(k, num, given) end
       if same and room >= amount then -- nothing took the place of what it holds
+        if amount > 0 then usedUp(k, num, amount) end
         if tp == 1 then
           put(k, i, tv, tu, tr)
         else
@@ -733,6 +727,7 @@ local function settleKind(n, holdK)
         end
       elseif amount > 0 and room > 0 then
         if room < amount then amount = room end
+        usedUp(k, num, amount)
         store(k, i, credit(l, CV[k], CU[k], CR[k], nus, nrem, amount))
       end
     end

@@ -31,7 +31,7 @@ func Salvage(headValue []byte, chunks []wal.Entry, truncated uint64, fn func(wal
 		h = head{pos: truncated}
 	}
 	var recs, chunk []wal.Record
-	positions := uint64(0)
+	positions, failed := uint64(0), 0
 	foreign := false
 	for n, c := range chunks {
 		if len(c.Key) != 8 {
@@ -49,14 +49,12 @@ func Salvage(headValue []byte, chunks []wal.Entry, truncated uint64, fn func(wal
 		chunk = chunk[:0]
 		if err := wal.DecodeBatch(c.Value, func(r wal.Record) error { chunk = append(chunk, r); return nil }); err != nil {
 			problems = append(problems, fmt.Errorf("%w: chunk %d: %w", ErrCorrupt, i, err))
+			failed++
 			continue
 		}
 		recs = append(recs, chunk...)
 	}
-	damaged := len(problems) > 0
-	switch {
-	case foreign:
-	case herr == nil && (positions != h.chunks || uint64(len(recs)) > h.records || !damaged && uint64(len(recs)) != h.records):
+	if !foreign && herr == nil && (positions != h.chunks || uint64(len(recs)) > h.records || failed == 0 && uint64(len(recs)) != h.records) {
 		problems = append(problems, fmt.Errorf("%w: %d chunks and %d records read, the head says %d and %d", ErrCorrupt, positions, len(recs), h.chunks, h.records))
 		foreign = true
 	}
