@@ -265,13 +265,18 @@ func runDamagedChild(file string, salvage bool) (string, error) {
 	return string(out), err
 }
 
+// salvageRefusals are the reasons Salvage may give for reading nothing of
+// a file: no meta page to start from, no sign that a limiter wrote it, a
+// version field that reads as a newer format's.
+var salvageRefusals = []string{"no valid meta page", "not a limiter's file", "unsupported format version"}
+
 // checkSalvaged judges a salvage: refused only for a file with nothing to
 // read; otherwise the salvaged file opens, every key holds what it was
 // given or reads as full (lost), and a loss is reported.
 func checkSalvaged(t *testing.T, kind, file string, lines []string, counts map[string]int) {
 	t.Helper()
 	if strings.HasPrefix(lines[0], "error: salvage: ") {
-		if !strings.Contains(lines[0], "corrupt") {
+		if !slices.ContainsFunc(salvageRefusals, func(s string) bool { return strings.Contains(lines[0], s) }) {
 			t.Errorf("%s (%s): %s", kind, file, lines[0])
 		}
 		counts["salvage refused"]++

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,19 +14,26 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
 )
 
-// testdata/v1.db is a file written by this version: grants, a reservation,
-// a sharded grant and a credit, then a snapshot, then more grants and a reset in
-// the log after it. Every later version must open it and find the same
-// state. Regenerate (only when the format version changes) with:
+// testdata/v<N>.db is a file whose snapshot has format version N
+// (snapshot.Version): grants, a reservation, a sharded grant and a credit,
+// then a snapshot, then more grants and a reset in the log after it. Every
+// later version must open each and find the same state. Regenerate (only
+// the current version's file, when the format version changes) with:
 // RATELIMIT_GOLDEN=1 go test -run TestGoldenFile .
 func TestGoldenFile(t *testing.T) {
-	golden := filepath.Join("testdata", "v1.db")
+	for version := 1; version <= snapshot.Version; version++ {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) { checkGoldenFile(t, version) })
+	}
+}
+
+func checkGoldenFile(t *testing.T, version int) {
+	golden := filepath.Join("testdata", fmt.Sprintf("v%d.db", version))
 	opts := func(path string) Options {
 		clk := ratelimittest.NewClock(time.Unix(1_700_000_000, 0)) // the file was written then
 		return Options{Path: path, Limits: durableLimits, Now: clk.Now}
 	}
 	ctx := context.Background()
-	if os.Getenv("RATELIMIT_GOLDEN") == "1" {
+	if os.Getenv("RATELIMIT_GOLDEN") == "1" && version == snapshot.Version {
 		os.Remove(golden)
 		l := open(t, opts(golden))
 		for _, r := range []Request{
@@ -64,7 +72,7 @@ func TestGoldenFile(t *testing.T) {
 
 	l, err := Open(opts(path))
 	if err != nil {
-		t.Fatalf("a file written by format version 1 does not open: %v", err)
+		t.Fatalf("a file with a version %d snapshot does not open: %v", version, err)
 	}
 	defer l.Close()
 	for _, c := range []struct {

@@ -29,9 +29,10 @@ type SalvageReport struct {
 // Salvage reads what it can of the limiter's file at src, which may be
 // damaged, and writes it to a new file at dst (which must not exist): the
 // last snapshot, every part of it that checks out (each part has its own
-// checksum) if the parts found are the ones its head counts, plus every
-// log batch after it that checks out. Open refuses a damaged file (ErrCorrupt) rather than start
-// on part of its state; Salvage is how an operator accepts what is left.
+// checksum and names its snapshot, so that an older snapshot's part is
+// left out), plus every log batch after it that checks out. Open refuses
+// a damaged file (ErrCorrupt) rather than start on part of its state;
+// Salvage is how an operator accepts what is left.
 // It also compacts: the new file holds the live buckets and nothing else
 // (a limiter's file never shrinks by itself).
 //

@@ -34,24 +34,31 @@
 // the whole snapshot. each should emit from copies. Load uses a read
 // transaction and does not block the log.
 //
-// # On-disk format (Version 1)
+// # On-disk format (Version 2)
 //
 // A top-level bbolt bucket "snapshot" (absent when there is no snapshot;
 // while a Write runs, the new one is built as "snapshot.staging" ->
 // "snapshot", with the same layout):
 //
 //	"snapshot" "head"   -> 32 bytes, big-endian:
-//	                       version uint32 (1), pos uint64, chunks uint64,
+//	                       version uint32 (2), pos uint64, chunks uint64,
 //	                       records uint64, CRC-32C (Castagnoli) of the
 //	                       first 28 bytes uint32
 //	           "chunks" -> nested bucket:
-//	                       chunk index (uint64 big-endian, 0, 1, 2, ...) ->
+//	                       chunk index then pos (each uint64 big-endian:
+//	                       (0, pos), (1, pos), ...) ->
 //	                       one wal batch (see package wal: BatchVersion 1
 //	                       header with count, length and CRC-32C, then the
 //	                       records), closed once it reaches ChunkSize (64 KiB)
 //
+// The position in each chunk key tells the snapshot's chunks from an older
+// snapshot's, whose pages stay in the file once freed: a damaged pointer or
+// a lost page write may lead to one, and its states are older than the
+// file's. Version 1 is the same without the position (8-byte keys); Load
+// and Salvage still read it, and Write always writes the current version.
+//
 // Load checks the head checksum and version, that chunk keys run 0..n-1
-// without gaps, every chunk as wal.DecodeBatch does, and that the chunk and
-// record totals match the head. Write deletes and recreates the whole
-// "snapshot" bucket.
+// without gaps and carry the head's position, every chunk as
+// wal.DecodeBatch does, and that the chunk and record totals match the
+// head. Write deletes and recreates the whole "snapshot" bucket.
 package snapshot

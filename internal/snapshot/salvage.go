@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -10,41 +9,51 @@ import (
 
 // Salvage decodes a snapshot read without bbolt from a damaged file: its
 // head value and its chunks bucket's entries, in key order. It keeps every
-// chunk that checks out (each has its own checksum, and each bucket is in
-// one chunk only) and calls fn for their records; err, if not nil, lists
-// what it could not read. With a damaged head, the file's truncation
-// mark, truncated, stands for its position (a snapshot's last transaction
-// sets the mark to it). It returns the snapshot's log position and the
-// records it kept.
+// chunk that checks out and is the snapshot's (each has its own checksum,
+// and each bucket is in one chunk only) and calls fn for their records;
+// err, if not nil, lists what it could not read or did not keep. With a
+// damaged head, the file's truncation mark, truncated, stands for its
+// position (a snapshot's last transaction sets the mark to it). It returns
+// the snapshot's log position and the records it kept.
 //
-// The chunks must be the head's: as many positions as it counts (checked
-// or not), none beyond, and no more records than it counts; with a
-// damaged head, positions 0, 1, 2 ... in order. Otherwise a damaged
-// pointer may have led to pages that are not this snapshot's (an older
-// snapshot's chunks, log batches it truncated), whose states are older
-// than the file's, and no record is kept.
+// A damaged pointer or a lost page write may lead to pages that are not
+// the snapshot's (an older snapshot's chunks, log batches it truncated),
+// whose states are older than the file's. Since version 2 each chunk's key
+// carries its snapshot's position, so such a chunk is told apart and left
+// out alone. A version 1 snapshot's chunks carry none: they must be the
+// head's (as many positions as it counts, none beyond, no more records
+// than it counts; with a damaged head, positions 0, 1, 2 ... in order), or
+// no record is kept.
 func Salvage(headValue []byte, chunks []wal.Entry, truncated uint64, fn func(wal.Record)) (pos uint64, records int, err error) {
 	var problems []error
 	h, herr := decodeHead(headValue)
 	if herr != nil {
 		problems = append(problems, fmt.Errorf("the head: %w", herr))
-		h = head{pos: truncated}
+		h = head{version: 1, pos: truncated}
+		for _, c := range chunks {
+			if _, p, v, ok := parseChunkKey(c.Key); ok && v == 2 && p == truncated {
+				h.version = 2
+				break
+			}
+		}
 	}
 	var recs, chunk []wal.Record
 	positions, failed := uint64(0), 0
-	foreign := false
+	foreign, next := false, uint64(0)
 	for n, c := range chunks {
-		if len(c.Key) != 8 {
-			problems = append(problems, fmt.Errorf("%w: a chunk key of %d bytes", ErrCorrupt, len(c.Key)))
+		i, p, v, ok := parseChunkKey(c.Key)
+		switch {
+		case h.version >= 2:
+			if !ok || v != 2 || p != h.pos || i < next || herr == nil && i >= h.chunks {
+				problems = append(problems, fmt.Errorf("%w: chunk key %x is not the snapshot's (at %d): left out", ErrCorrupt, c.Key, h.pos))
+				continue
+			}
+		case !ok || v != 1 || herr == nil && i >= h.chunks || herr != nil && i != uint64(n):
+			problems = append(problems, fmt.Errorf("%w: chunk key %x is not the snapshot's (it has %d chunks)", ErrCorrupt, c.Key, h.chunks))
 			foreign = true
 			continue
 		}
-		i := binary.BigEndian.Uint64(c.Key)
-		if herr == nil && i >= h.chunks || herr != nil && i != uint64(n) {
-			problems = append(problems, fmt.Errorf("%w: chunk %d is not the snapshot's (it has %d)", ErrCorrupt, i, h.chunks))
-			foreign = true
-			continue
-		}
+		next = i + 1
 		positions++
 		chunk = chunk[:0]
 		if err := wal.DecodeBatch(c.Value, func(r wal.Record) error { chunk = append(chunk, r); return nil }); err != nil {
@@ -54,12 +63,17 @@ func Salvage(headValue []byte, chunks []wal.Entry, truncated uint64, fn func(wal
 		}
 		recs = append(recs, chunk...)
 	}
-	if !foreign && herr == nil && (positions != h.chunks || uint64(len(recs)) > h.records || failed == 0 && uint64(len(recs)) != h.records) {
+	if herr == nil && (positions != h.chunks || uint64(len(recs)) > h.records || failed == 0 && uint64(len(recs)) != h.records) {
 		problems = append(problems, fmt.Errorf("%w: %d chunks and %d records read, the head says %d and %d", ErrCorrupt, positions, len(recs), h.chunks, h.records))
-		foreign = true
+		if h.version == 1 || uint64(len(recs)) > h.records {
+			foreign = true
+		}
+	}
+	if foreign && h.version == 1 {
+		return h.pos, 0, errors.Join(append(problems, fmt.Errorf("%w: the chunks are not all the snapshot's: none is kept", ErrCorrupt))...)
 	}
 	if foreign {
-		return h.pos, 0, errors.Join(append(problems, fmt.Errorf("%w: the chunks are not all the snapshot's: none is kept", ErrCorrupt))...)
+		return h.pos, 0, errors.Join(append(problems, fmt.Errorf("%w: more records than the snapshot holds: none is kept", ErrCorrupt))...)
 	}
 	for _, r := range recs {
 		fn(r)

@@ -11,8 +11,9 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
 
-// Version is the snapshot format version stored in the head.
-const Version = 1
+// Version is the snapshot format version Write stores in the head. Load
+// and Salvage read versions 1 and 2 (see the package documentation).
+const Version = 2
 
 // ChunkSize is the encoded size at which a chunk is closed; a chunk holds
 // whole records, so one holding a record larger than this is larger.
@@ -35,12 +36,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // head describes the stored snapshot.
 type head struct {
+	version              uint32
 	pos, chunks, records uint64
 }
 
 func (h head) encode() []byte {
 	b := make([]byte, 0, headSize)
-	b = binary.BigEndian.AppendUint32(b, Version)
+	b = binary.BigEndian.AppendUint32(b, h.version)
 	b = binary.BigEndian.AppendUint64(b, h.pos)
 	b = binary.BigEndian.AppendUint64(b, h.chunks)
 	b = binary.BigEndian.AppendUint64(b, h.records)
@@ -54,17 +56,40 @@ func decodeHead(b []byte) (head, error) {
 	if crc32.Checksum(b[:headSize-4], castagnoli) != binary.BigEndian.Uint32(b[headSize-4:]) {
 		return head{}, fmt.Errorf("%w: head checksum", ErrCorrupt)
 	}
-	if v := binary.BigEndian.Uint32(b); v != Version {
-		if v > Version {
-			return head{}, fmt.Errorf("%w: version %d (max %d)", ErrVersion, v, Version)
-		}
-		return head{}, fmt.Errorf("%w: version %d", ErrCorrupt, v)
+	v := binary.BigEndian.Uint32(b)
+	if v > Version {
+		return head{}, fmt.Errorf("%w: version %d (max %d)", ErrVersion, v, Version)
+	}
+	if v == 0 {
+		return head{}, fmt.Errorf("%w: version 0", ErrCorrupt)
 	}
 	return head{
+		version: v,
 		pos:     binary.BigEndian.Uint64(b[4:]),
 		chunks:  binary.BigEndian.Uint64(b[12:]),
 		records: binary.BigEndian.Uint64(b[20:]),
 	}, nil
+}
+
+// chunkKey is the key of chunk i of the snapshot at position pos: i, then
+// (since version 2) pos, both 8 bytes big-endian. The position marks the
+// chunk as that snapshot's, so that an older snapshot's chunk a damaged
+// pointer or a lost page write leads to is told apart from it.
+func chunkKey(i, pos uint64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), i), pos)
+}
+
+// parseChunkKey reads a chunk key of either version: its index, its
+// position (0 in version 1, which has none) and its version; ok is false
+// for a key of neither length.
+func parseChunkKey(k []byte) (i, pos uint64, version uint32, ok bool) {
+	switch len(k) {
+	case 8:
+		return binary.BigEndian.Uint64(k), 0, 1, true
+	case 16:
+		return binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:]), 2, true
+	}
+	return 0, 0, 0, false
 }
 
 // Write replaces the stored snapshot: it stores every record each emits,
@@ -98,7 +123,7 @@ func Write(db *bolt.DB, pos uint64, each func(emit func(wal.Record) error) error
 	}); err != nil {
 		return err
 	}
-	w := chunkWriter{db: db}
+	w := chunkWriter{db: db, pos: pos}
 	err := each(w.emit)
 	if err == nil {
 		err = w.flush()
@@ -119,7 +144,7 @@ func Write(db *bolt.DB, pos uint64, each func(emit func(wal.Record) error) error
 			// The head goes in after the move: a value put into a bucket
 			// in the transaction that moves it does not survive the move
 			// (bbolt v1.5).
-			if err := tx.Bucket(rootBucket).Put(headKey, head{pos: pos, chunks: w.chunks, records: w.records}.encode()); err != nil {
+			if err := tx.Bucket(rootBucket).Put(headKey, head{version: Version, pos: pos, chunks: w.chunks, records: w.records}.encode()); err != nil {
 				return err
 			}
 			if alsoInTx != nil {
@@ -134,11 +159,12 @@ func Write(db *bolt.DB, pos uint64, each func(emit func(wal.Record) error) error
 	return err
 }
 
-// chunkWriter packs records into chunks (wal batches) under sequential
-// 8-byte big-endian keys 0, 1, 2, ... of the staging snapshot, committing
-// about every StagingTxBytes.
+// chunkWriter packs records into chunks (wal batches) under the keys
+// chunkKey(0, pos), chunkKey(1, pos), ... of the staging snapshot,
+// committing about every StagingTxBytes.
 type chunkWriter struct {
 	db      *bolt.DB
+	pos     uint64
 	batch   wal.BatchBuilder
 	pending [][]byte // closed chunks not yet committed
 	size    int      // their bytes
@@ -183,7 +209,7 @@ func (w *chunkWriter) commit() error {
 		chunks := tx.Bucket(stagingBucket).Bucket(rootBucket).Bucket(chunksBucket)
 		chunks.FillPercent = 1.0
 		for i, b := range w.pending {
-			if err := chunks.Put(binary.BigEndian.AppendUint64(nil, first+uint64(i)), b); err != nil {
+			if err := chunks.Put(chunkKey(first+uint64(i), w.pos), b); err != nil {
 				return err
 			}
 		}
@@ -236,8 +262,8 @@ func Load(db *bolt.DB, fn func(wal.Record) error) (pos uint64, err error) {
 		var i, records uint64
 		c := chunks.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if len(k) != 8 || binary.BigEndian.Uint64(k) != i {
-				return fmt.Errorf("%w: chunk key %x, want chunk %d", ErrCorrupt, k, i)
+			if n, pos, v, ok := parseChunkKey(k); !ok || v != h.version || n != i || pos != h.pos && v >= 2 {
+				return fmt.Errorf("%w: chunk key %x, want chunk %d of the version %d snapshot at %d", ErrCorrupt, k, i, h.version, h.pos)
 			}
 			var fnErr error
 			err := wal.DecodeBatch(v, func(r wal.Record) error {

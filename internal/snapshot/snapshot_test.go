@@ -3,7 +3,6 @@ package snapshot
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"path/filepath"
 	"strings"
@@ -13,57 +12,6 @@ import (
 
 	"github.com/seed7fbd42b6/ratelimit/internal/wal"
 )
-
-func openDB(t *testing.T) *bolt.DB {
-	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func records(n int, tag string) []wal.Record {
-	recs := make([]wal.Record, n)
-	for i := range recs {
-		recs[i] = wal.Record{Name: tag, Key: fmt.Sprintf("key-%06d", i), Shard: uint32(i % 4), Value: float64(i) / 2, TS: int64(i)}
-	}
-	return recs
-}
-
-func emitAll(recs []wal.Record) func(func(wal.Record) error) error {
-	return func(emit func(wal.Record) error) error {
-		for _, r := range recs {
-			if err := emit(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
-
-func load(t *testing.T, db *bolt.DB) (uint64, []wal.Record) {
-	t.Helper()
-	var got []wal.Record
-	pos, err := Load(db, func(r wal.Record) error { got = append(got, r); return nil })
-	if err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	return pos, got
-}
-
-func check(t *testing.T, got, want []wal.Record) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("loaded %d records, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("record %d: got %+v, want %+v", i, got[i], want[i])
-		}
-	}
-}
 
 func TestLoadWithoutSnapshot(t *testing.T) {
 	if pos, got := load(t, openDB(t)); pos != 0 || len(got) != 0 {
@@ -196,10 +144,6 @@ func TestWriteWithLogTruncation(t *testing.T) {
 	}
 }
 
-type chanWaiter chan error
-
-func (c chanWaiter) Committed(err error) { c <- err }
-
 func TestLoadRejectsCorruption(t *testing.T) {
 	mutate := map[string]func(root *bolt.Bucket) error{
 		"head missing":   func(root *bolt.Bucket) error { return root.Delete(headKey) },
@@ -221,6 +165,22 @@ func TestLoadRejectsCorruption(t *testing.T) {
 			return root.Bucket(chunksBucket).Put(key(lastChunk(root)+1), wal.EncodeBatch(nil, nil))
 		},
 		"chunks missing": func(root *bolt.Bucket) error { return root.DeleteBucket(chunksBucket) },
+		"another snapshot's chunk": func(root *bolt.Bucket) error { // as a lost page write leaves it
+			c := root.Bucket(chunksBucket)
+			v := clone(c.Get(key(1)))
+			if err := c.Delete(key(1)); err != nil {
+				return err
+			}
+			return c.Put(chunkKey(1, 2), v)
+		},
+		"a version 1 chunk key": func(root *bolt.Bucket) error {
+			c := root.Bucket(chunksBucket)
+			v := clone(c.Get(key(1)))
+			if err := c.Delete(key(1)); err != nil {
+				return err
+			}
+			return c.Put(binary.BigEndian.AppendUint64(nil, 1), v)
+		},
 		"foreign chunk key": func(root *bolt.Bucket) error {
 			return root.Bucket(chunksBucket).Put([]byte("x"), wal.EncodeBatch(nil, nil))
 		},
@@ -273,15 +233,6 @@ func TestLoadFnError(t *testing.T) {
 	}
 }
 
-func clone(b []byte) []byte { return append([]byte(nil), b...) }
-
-func key(i uint64) []byte { return binary.BigEndian.AppendUint64(nil, i) }
-
-func lastChunk(root *bolt.Bucket) uint64 {
-	k, _ := root.Bucket(chunksBucket).Cursor().Last()
-	return binary.BigEndian.Uint64(k)
-}
-
 // A snapshot larger than one staging transaction, written over a staging
 // bucket a crash left behind, loads whole, leaves no staging behind, and
 // replaces the previous snapshot.
@@ -319,4 +270,41 @@ func TestStagedWriteOverCrashLeftovers(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A version 1 snapshot, whose chunk keys carry no position, still loads,
+// and the next Write replaces it with the current version.
+func TestLoadVersion1(t *testing.T) {
+	db := openDB(t)
+	recs := records(5000, "v1")
+	writeV1(t, db, 5, recs, 1000)
+	pos, got := load(t, db)
+	if pos != 5 {
+		t.Fatalf("pos %d, want 5", pos)
+	}
+	check(t, got, recs)
+
+	newer := records(10, "v2")
+	if err := Write(db, 6, emitAll(newer), nil); err != nil {
+		t.Fatal(err)
+	}
+	pos, got = load(t, db)
+	if pos != 6 {
+		t.Fatalf("pos %d, want 6", pos)
+	}
+	check(t, got, newer)
+	head, chunks := entries(t, db)
+	if h, err := decodeHead(head); err != nil || h.version != Version || len(chunks) != 1 || len(chunks[0].Key) != 16 {
+		t.Fatalf("after Write: head %+v (%v), %d chunks, key %x; want version %d, one chunk, a 16-byte key", h, err, len(chunks), chunks[0].Key, Version)
+	}
+
+	writeV1(t, db, 5, recs, 1000)
+	if err := db.Update(func(tx *bolt.Tx) error { // a current key in a version 1 snapshot
+		return tx.Bucket(rootBucket).Bucket(chunksBucket).Put(chunkKey(1, 5), clone(tx.Bucket(rootBucket).Bucket(chunksBucket).Get(binary.BigEndian.AppendUint64(nil, 1))))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(db, func(wal.Record) error { return nil }); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Load of a version 1 snapshot with a version 2 key = %v, want ErrCorrupt", err)
+	}
 }
