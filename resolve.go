@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/seed7fbd42b6/ratelimit/internal/store"
 )
 
 // resolve finds the limit a request names: its inline config, else a named
@@ -45,8 +47,9 @@ func keyOf(name string, c Config) inlineKey {
 	return k
 }
 
-// inlineDef validates an inline config once and caches it. The name's
-// latest config (for Reset, Value, Credit and Config) follows every use.
+// inlineDef validates an inline config once (also against a store that
+// cannot decide every limit) and caches it. The name's latest config (for
+// Reset, Value, Credit and Config) follows every use.
 func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
 	k := keyOf(name, c)
 	if v, ok := l.inline.Load(k); ok {
@@ -59,6 +62,11 @@ func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
 	d, err := newLimitDef(name, c)
 	if err != nil {
 		return nil, err
+	}
+	if lc, ok := l.store.(store.LimitChecker); ok {
+		if err := lc.CheckLimit(name, &d.perShard); err != nil {
+			return nil, err
+		}
 	}
 	d.inline, d.gen = true, math.MaxUint64
 	if v, loaded := l.inline.LoadOrStore(k, d); loaded {

@@ -18,9 +18,11 @@ import (
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/redistest"
 )
@@ -342,5 +344,28 @@ func TestRedisTLSAndPassword(t *testing.T) {
 		if code := p.wait(); code != 1 || !strings.Contains(p.logs.String(), "cannot start") {
 			t.Errorf("%v %v: exit %d, want 1 (cannot start):\n%s", c.env, c.args, code, p.logs)
 		}
+	}
+}
+
+// An override whose period Redis cannot hold (over redislimit.MaxWindow)
+// is InvalidArgument and keeps none of the -max-overrides slots: the next
+// distinct override still fits.
+func TestRedisRefusedOverrideKeepsNoSlot(t *testing.T) {
+	t.Parallel()
+	r := startRedis(t)
+	cfg := writeConfig(t, t.TempDir(), "e2e.yaml", testConfig)
+	p := start(t, "-config", cfg, "-redis", r.Addr(), "-max-overrides", "1")
+	long := d("anything", "x")
+	long.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_YEAR, UnitMultiplier: wrapperspb.UInt32(50)}
+	for range 2 {
+		_, err := p.rls.ShouldRateLimit(ctx(t), &rlsv3.RateLimitRequest{Domain: "e2e", Descriptors: []*ratelimitv3.RateLimitDescriptor{long}})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("an override of 50 years on Redis: %v, want InvalidArgument", err)
+		}
+	}
+	o := d("anything", "y")
+	o.Limit = &ratelimitv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE}
+	if st := p.should(o).Statuses[0]; st.Code != ok || st.CurrentLimit.GetRequestsPerUnit() != 2 {
+		t.Errorf("the first override Redis can hold, after a refused one (bound 1): %v, want OK", st)
 	}
 }

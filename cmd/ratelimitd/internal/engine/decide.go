@@ -247,6 +247,9 @@ func (e *Engine) plan(req *Request, res *Result, s *scratch) {
 		// never: no time grants it, as the limiter computes it (an error is
 		// the limiter's to report when it decides)
 		ok, err := e.lim.Grantable(p.req)
+		if s.inline[i] && errors.Is(err, ratelimit.ErrInvalidConfig) {
+			e.over.forget(l.Name)
+		}
 		never := err == nil && !ok
 		prior := 0.0 // what the parts before take from this bucket
 		if !p.zero {

@@ -41,3 +41,15 @@ func (o *overrides) count() int {
 	defer o.mu.Unlock()
 	return o.n
 }
+
+// forget gives back the slot of an override the limiter refused (a store
+// may decide fewer limits than the config format allows): the limiter
+// keeps nothing of it, and a name always stands for the same limit, so
+// every use of it is refused alike.
+func (o *overrides) forget(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.seen.LoadAndDelete(name); ok {
+		o.n--
+	}
+}
