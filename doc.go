@@ -77,5 +77,5 @@
 // A Limiter keeps its buckets in its own process (and file). Several
 // processes that must share limits open their Limiters on one Redis server
 // or cluster instead, with package redislimit (its own module): the same
-// API and semantics, decided by scripts on the server.
+// API and semantics, decided by a function library on the server.
 package ratelimit

@@ -49,10 +49,9 @@ func TestReserveWorkedCases(t *testing.T) {
 }
 
 // A reservation with a large but finite, accepted count (maxReserved unset
-// = unlimited) overflowed the debt to -Inf; at the next refill -Inf + Inf
-// made the bucket NaN for good (every later request denied, Credit unable
-// to repair it, and the state written to the log). A grant whose debt
-// would leave float64's range is now denied, and the bucket repays.
+// = unlimited) whose debt would leave float64's range is denied, and the
+// bucket repays: a debt of -Inf would turn the bucket NaN at the next
+// refill (-Inf + Inf), for good.
 func TestDebtBeyondFloat64Refused(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()
@@ -86,10 +85,10 @@ func TestDebtBeyondFloat64Refused(t *testing.T) {
 }
 
 // Config.MaxReserved is split over shards (MaxReserved / Shards). A
-// subnormal MaxReserved divided to 0, which per shard means "unlimited", so
-// a limit with a (tiny) debt bound accepted reservations of any size. The
-// config is now ErrInvalidConfig, as the same underflow of Capacity or Rate
-// already was.
+// subnormal MaxReserved that the split would round to 0, which per shard
+// means "unlimited", is ErrInvalidConfig, as the same underflow of
+// Capacity or Rate is: a (tiny) debt bound must not accept reservations of
+// any size.
 func TestSubnormalMaxReservedPerShard(t *testing.T) {
 	clk := newClock()
 	cfg := tb(10, time.Minute)

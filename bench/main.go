@@ -1,8 +1,11 @@
-// Command bench measures the ratelimit library, in memory and durable
-// mode, against what a Go programmer would otherwise use: a map of
+// Command bench measures the ratelimit library, in memory, durable and on
+// Redis, against what a Go programmer would otherwise use: a map of
 // golang.org/x/time/rate limiters behind striped mutexes, the same behind
-// one mutex, and a naive durable limiter (one fsynced bbolt transaction per
-// decision). Every scenario runs at several caller counts; each (scenario,
+// one mutex, a naive durable limiter (one fsynced bbolt transaction per
+// decision) and go-redis/redis_rate on the same Redis server (started by
+// the harness when redis-server is on the PATH). With -service it drives
+// ratelimitd over gRPC instead, beside another rate limit service if one
+// is given (-service-addr). Every scenario runs at several caller counts; each (scenario,
 // callers) group runs every implementation back to back, so ratios compare
 // cells measured seconds apart.
 //

@@ -154,11 +154,10 @@ func TestFixedWindowPolicyAdvertisesCapacity(t *testing.T) {
 	}
 }
 
-// policyItem subtracted 1e-9 s before rounding w up, so a Period a
-// nanosecond over a whole number of seconds was advertised as that whole
-// number: 1 token per 2 s + 1 ns became q=1;w=2, and a client following it
-// (one request every 2 s) was denied on its second request. The
-// arithmetic is now exact: w=3.
+// policyItem rounds w up exactly: a Period a nanosecond over a whole
+// number of seconds is advertised as the next one (1 token per 2 s + 1 ns
+// is q=1;w=3), since a client following w=2 (one request every 2 s) would
+// be denied on its second request.
 func TestPolicyNeverRoundsUp(t *testing.T) {
 	e := newEnv(t, map[string]ratelimit.Config{"p": tb(1, 2*time.Second+time.Nanosecond, 0)}, Options{Limits: []string{"p"}})
 	first := e.get(t)
@@ -228,9 +227,9 @@ func TestHugeWait(t *testing.T) {
 	}
 }
 
-// ceilSeconds wrapped negative within 1 s of the largest Duration (d +
-// time.Second - 1 overflowed); unreachable from the limiter, whose waits
-// are capped at 2^62 ns, but it rounds up without overflow now.
+// ceilSeconds rounds up without overflow within 1 s of the largest
+// Duration (where d + time.Second - 1 would wrap negative); unreachable
+// from the limiter, whose waits are capped at 2^62 ns.
 func TestCeilSecondsNearMax(t *testing.T) {
 	want := int64(math.MaxInt64/int64(time.Second)) + 1
 	if got := ceilSeconds(math.MaxInt64); got != want {

@@ -70,10 +70,10 @@ func TestClientIPOverHTTP(t *testing.T) {
 	}
 }
 
-// ClientIP unmaps addresses, so an IPv4-mapped IPv6 trusted prefix
-// (::ffff:10.0.0.0/104) matched nothing: every client behind that proxy
-// shared the proxy's bucket. Addresses are now also checked in their
-// mapped form.
+// ClientIP unmaps addresses, and checks them against the trusted prefixes
+// in their mapped form too, so that an IPv4-mapped IPv6 trusted prefix
+// (::ffff:10.0.0.0/104) matches: otherwise every client behind that proxy
+// would share the proxy's bucket.
 func TestMappedTrustedPrefix(t *testing.T) {
 	p := netip.MustParsePrefix("::ffff:10.0.0.0/104")
 	if !p.Contains(netip.MustParseAddr("::ffff:10.1.2.3")) {

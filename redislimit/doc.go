@@ -83,9 +83,9 @@
 // a refill twice), and the number of the tag's last hold;
 // <prefix>{<tag>}x, the expiry index (with Options.Now only); and
 // <prefix>{<tag>}h:<id>, a hold of a call across slots (its number).
-// Processes sharing a server must run the same version of this package
-// once calls across slots have left room records: earlier versions refuse
-// such a bucket (ErrUnavailable), failing closed.
+// Processes sharing a server must run the same version of this package: a
+// version that does not know a key's layout refuses it (ErrUnavailable),
+// failing closed.
 //
 // # Batching
 //

@@ -7,7 +7,8 @@ import (
 )
 
 // Slots is the number of slot tags, and so of the store's partitions: a
-// bucket's key carries tags[Route(hash, shard)] as its hash tag, so all
+// bucket's key carries tags[(hash(name, key) + shard/2) mod Slots] as its
+// hash tag (see the package documentation), so all
 // the buckets of a tag share one Redis Cluster slot and one function call
 // decides a batch of them. It is part of the key layout: every process
 // sharing a server must use the same tags.

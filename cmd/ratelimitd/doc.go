@@ -72,7 +72,9 @@
 // limit_remaining and duration_until_reset (on a denial, the exact wait
 // until the descriptor can pass). hits_addend (the request's, or a
 // descriptor's own) is the count; a descriptor with hits 0 is checked,
-// not taken. Hits above what a limit can ever grant are OVER_LIMIT.
+// not taken. Hits above what a limit can ever grant are OVER_LIMIT, with
+// duration_until_reset the time to the window's end (a token bucket's:
+// its period), since no wait lets them pass.
 // shadow_mode rules report OK over their limit and never deny; quota_mode
 // descriptors deny only when all of them are over. A domain or descriptor
 // no rule matches is OK, as with envoyproxy/ratelimit (an unknown domain
@@ -125,6 +127,8 @@
 // 503) and, once the file has failed, health reports NOT_SERVING until
 // ratelimitd is restarted (on Redis, until Redis answers again).
 // -fail-open answers OK instead: dangerous, since nothing is limited then.
+// A new key beyond -max-buckets is refused even with -fail-open, so that a
+// flood of keys cannot turn limiting off.
 //
 // Bad input is refused with a clear error, gRPC InvalidArgument or HTTP
 // 400 (413 for a body over -max-request-bytes), before anything is

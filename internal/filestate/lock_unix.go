@@ -16,7 +16,7 @@ import (
 func lockShared(f *os.File) error {
 	err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return fmt.Errorf("%w: a limiter has the file open (use Limiter.Backup for a copy of a live file)", wal.ErrLocked)
+		return fmt.Errorf("%w: a limiter has the file open (copy a live file with Limiter.Backup, or ratelimitd's admin GET /v1/backup)", wal.ErrLocked)
 	}
 	return err
 }

@@ -37,7 +37,8 @@
 // keys), Decide returns an error wrapping ErrUnavailable, and Healthy
 // reports false once the limiter has failed for good. Options.FailOpen
 // answers such requests OK instead: dangerous, since a broken limiter
-// then limits nothing.
+// then limits nothing. Too many keys (ratelimit.ErrTooManyKeys) is never
+// answered OK, so that a flood of keys cannot turn limiting off.
 //
 // # Bounded cost
 //
