@@ -51,11 +51,12 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 	c.Atomic = true
 	g.hand(c) // held until the store is done with c
 	defs := make([]*limitDef, len(rs))
+	named := l.limits.Load() // one generation for every request (see resolveIn)
 	for i, r := range rs {
 		err := checkKey(r.Key)
 		var d *limitDef
 		if err == nil {
-			d, err = l.resolve(r.Name, r.Config)
+			d, err = l.resolveIn(named, r.Name, r.Config)
 		}
 		if err == nil {
 			var n float64

@@ -488,3 +488,25 @@ func TestLimitAllRepeatsRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// A LimitAll that names one limit twice, racing SetLimits calls that
+// change it, is decided against one generation of the limits: granted or
+// denied, never refused as if the caller had given two configs.
+func TestLimitAllRacingSetLimits(t *testing.T) {
+	a, b := map[string]Config{"a": tb(1e9, M)}, map[string]Config{"a": tb(2e9, M)}
+	l := open(t, Options{Limits: a})
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; !stop.Load(); i++ {
+			l.SetLimits([]map[string]Config{a, b}[i%2])
+		}
+	}()
+	defer func() { stop.Store(true); <-done }()
+	for i := range 20_000 {
+		if _, err := l.LimitAll(bg, Request{Name: "a", Key: "k"}, Request{Name: "a", Key: "k"}); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+}

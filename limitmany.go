@@ -35,12 +35,13 @@ func (l *Limiter) LimitMany(ctx context.Context, rs []Request, out []Decision) [
 	sc.reset(l.store.Partitions())
 	sharded := false
 	sc.touch = touchKeys(rs)
-	var d *limitDef // the previous request's limit: batches mostly repeat one
+	var d *limitDef          // the previous request's limit: batches mostly repeat one
+	named := l.limits.Load() // one generation for every request (see resolveIn)
 	for i := range rs {
 		r := &rs[i]
 		err := checkKey(r.Key)
 		if err == nil && (d == nil || r.Config != nil || r.Name != d.name || d.inline) {
-			d, err = l.resolve(r.Name, r.Config)
+			d, err = l.resolveIn(named, r.Name, r.Config)
 		}
 		var n float64
 		if err == nil {

@@ -11,11 +11,20 @@ import (
 // resolve finds the limit a request names: its inline config, else a named
 // limit.
 func (l *Limiter) resolve(name string, inline *Config) (*limitDef, error) {
+	return l.resolveIn(l.limits.Load(), name, inline)
+}
+
+// resolveIn is resolve against named, one generation of the named limits
+// (l.limits, loaded once), so that the requests of one call that name a
+// limit all get the same config while SetLimits replaces them.
+func (l *Limiter) resolveIn(named *map[string]*limitDef, name string, inline *Config) (*limitDef, error) {
 	if inline != nil {
 		return l.inlineDef(name, *inline)
 	}
-	if d, ok := l.named(name); ok {
-		return d, nil
+	if named != nil { // nil: a zero Limiter
+		if d, ok := (*named)[name]; ok {
+			return d, nil
+		}
 	}
 	if d, ok := l.inlineByName.Load(name); ok {
 		return d.(*limitDef), nil
