@@ -510,3 +510,75 @@ func TestLimitAllRacingSetLimits(t *testing.T) {
 		}
 	}
 }
+
+// A denied LimitAll that names one bucket more than once has the exact
+// RetryAfter: retried that long after, it is granted, and a nanosecond
+// sooner it is not. Two limiters take the same steps, one retrying at
+// RetryAfter, the other a nanosecond sooner.
+func TestLimitAllRepeatsRetryAfterIsExact(t *testing.T) {
+	type scenario struct {
+		cfg     Config
+		before  []Request       // granted or not, one after another
+		advance []time.Duration // after each of before
+		call    []Request
+	}
+	cases := []scenario{{ // rounding once put the retry a nanosecond early
+		cfg:     withMaxRes(withCap(tb(5, M), 8), 6),
+		before:  []Request{{Name: "b", Count: 8.25, Reserve: true}, {Name: "b", Count: 5.5, Reserve: true}},
+		advance: []time.Duration{27353826537, 435},
+		call:    []Request{{Name: "b", Count: 6.5, Reserve: true}, {Name: "b", Count: 0.25}},
+	}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	counts := []float64{0.25, 0.5, 1, 1.5, 2.75, 3, 4, 6.5}
+	for range 3000 {
+		c := withCap(tb(float64(1+rng.IntN(9)), time.Duration(1+rng.IntN(60))*time.Second), float64(2+rng.IntN(10)))
+		if rng.IntN(3) == 0 {
+			c = withCap(fw(float64(2+rng.IntN(9)), time.Duration(1+rng.IntN(60))*time.Second, time.Time{}), 0)
+		}
+		if rng.IntN(2) == 0 {
+			c = withMaxRes(c, float64(rng.IntN(8)))
+		}
+		s := scenario{cfg: c}
+		for range 1 + rng.IntN(4) {
+			s.before = append(s.before, Request{Name: "b", Count: counts[rng.IntN(len(counts))], Reserve: rng.IntN(2) == 0})
+			s.advance = append(s.advance, time.Duration(rng.Int64N(int64(5*time.Second))))
+		}
+		for range 2 + rng.IntN(3) {
+			s.call = append(s.call, Request{Name: "b", Count: counts[rng.IntN(len(counts))], Reserve: rng.IntN(2) == 0, CheckOnly: rng.IntN(5) == 0})
+		}
+		cases = append(cases, s)
+	}
+	denied := 0
+	for n, s := range cases {
+		run := func(sooner time.Duration) (Status, Status, error) {
+			clk := newClock()
+			l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"b": s.cfg}})
+			defer l.Close()
+			for i, r := range s.before {
+				l.Limit(bg, r)
+				clk.Advance(s.advance[i])
+			}
+			st, err := l.LimitAll(bg, s.call...)
+			if err != nil || st.OK || st.RetryAfter <= 0 || st.RetryAfter > time.Hour {
+				return st, Status{}, err
+			}
+			clk.Advance(st.RetryAfter - sooner)
+			again, err := l.LimitAll(bg, s.call...)
+			return st, again, err
+		}
+		st, at, err := run(0)
+		if err != nil || st.OK || st.RetryAfter <= 0 || st.RetryAfter > time.Hour {
+			continue
+		}
+		denied++
+		if !at.OK {
+			t.Fatalf("case %d (%+v): denied with RetryAfter %v, and denied again then: %+v", n, s, st.RetryAfter, at)
+		}
+		if _, early, err := run(time.Nanosecond); err != nil || early.OK {
+			t.Fatalf("case %d (%+v): denied with RetryAfter %v, but granted a nanosecond sooner (%v)", n, s, st.RetryAfter, err)
+		}
+	}
+	if denied < 500 {
+		t.Fatalf("only %d of %d cases were denied with a wait", denied, len(cases))
+	}
+}

@@ -83,6 +83,10 @@ type Member struct {
 	// refused (see Spill).
 	Left      float64
 	UntilFull int64 // how long those buckets need to refill (their average, for two)
+	// InWait: the member is one RepeatsWait replayed, so Call.Wait counts
+	// it, and its own RetryAfter (from the state the members before it
+	// left at the decision's reading) is not the call's.
+	InWait bool
 }
 
 // Spill is, for a decided OpCredit member, the part of its Count the
@@ -102,8 +106,8 @@ type Call struct {
 	// Group.Peek.
 	Now int64
 	// Wait is set, for a denied atomic call whose members name one bucket
-	// more than once, to the earliest wait after which the whole call is
-	// granted (see RepeatsWait); 0 otherwise.
+	// more than once, to the earliest wait after which the members it
+	// replayed (Member.InWait) are granted (see RepeatsWait); 0 otherwise.
 	Wait int64
 
 	fn      func(*Partition) // for Run

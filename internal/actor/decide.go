@@ -106,50 +106,63 @@ func (u *undescribed) finish(m *Member) {
 }
 
 // RepeatsWait is when an atomic call that was denied, and whose members
-// name one bucket more than once, is granted at the earliest: members (all
-// of c's when nil; indexes into c.Members) are replayed in order on the
-// buckets' states before the call (prior, by the canonical item canon(i)
-// of item i), and a denied take of one bucket is taken all the same (into
-// any debt), so that the members after it on its bucket wait for it too;
-// members are decided in order, and the call is granted only once each is
-// granted after the ones before it. It is the largest wait of a member in
-// that replay, a member of two shards counting with its own RetryAfter.
-// The members' own outputs are left as decided.
+// name one bucket more than once, is granted at the earliest: the least
+// wait after which members (all of c's when nil; indexes into c.Members),
+// replayed in order on the buckets' states before the call (prior, by the
+// canonical item canon(i) of item i), are each granted after the ones
+// before it; a member of two shards counts with its own RetryAfter. A
+// replay at now gives the estimate (a denied take of one bucket is taken
+// all the same, into any debt, so that the members after it on its bucket
+// wait for it too), and replays at later readings make it exact, as Wait
+// is for one request. It marks the members InWait; their other outputs are
+// left as decided.
 func RepeatsWait(c *Call, members []int32, canon func(int32) int32, prior []bucket.State, now int64) int64 {
 	state := make([]bucket.State, len(prior))
-	copy(state, prior)
-	wait := int64(0)
-	replay := func(m *Member) {
-		if m.Second >= 0 {
-			if !m.OK {
-				wait = max(wait, m.RetryAfter)
+	guess, sharded := int64(0), int64(0) // estimate's waits: of the replayed members, of the sharded ones
+	// replay decides the members at t from prior and reports whether all
+	// were granted; with estimate, it also takes the waits.
+	replay := func(t int64, estimate bool) (all bool) {
+		copy(state, prior)
+		all = true
+		one := func(m *Member) {
+			m.InWait = true
+			if m.Second >= 0 {
+				if estimate && !m.OK {
+					sharded = max(sharded, m.RetryAfter)
+				}
+				return
 			}
-			return
+			a := canon(m.First)
+			lim, s := c.Items[a].Lim, state[a]
+			if m.Op == OpCredit {
+				state[a] = lim.Credit(s, t, m.Count)
+				return
+			}
+			next, ok := lim.Try(s, t, m.Count, m.Reserve)
+			if !ok {
+				all = false
+				if estimate {
+					guess = max(guess, lim.Wait(s, lim.Project(s, t), false, t, m.Count, m.Reserve))
+				}
+			}
+			if m.Op == OpTake {
+				state[a] = next // Try's state: taken, into any debt, granted or not
+			}
 		}
-		a := canon(m.First)
-		lim, s := c.Items[a].Lim, state[a]
-		if m.Op == OpCredit {
-			state[a] = lim.Credit(s, now, m.Count)
-			return
+		if members == nil {
+			for i := range c.Members {
+				one(&c.Members[i])
+			}
+		} else {
+			for _, i := range members {
+				one(&c.Members[i])
+			}
 		}
-		next, ok := lim.Try(s, now, m.Count, m.Reserve)
-		if !ok {
-			wait = max(wait, lim.Wait(s, lim.Project(s, now), false, now, m.Count, m.Reserve))
-		}
-		if m.Op == OpTake {
-			state[a] = next // Try's state: taken, into any debt, granted or not
-		}
+		return all
 	}
-	if members == nil {
-		for i := range c.Members {
-			replay(&c.Members[i])
-		}
-	} else {
-		for _, i := range members {
-			replay(&c.Members[i])
-		}
-	}
-	return wait
+	replay(now, true)
+	wait := bucket.Settle(guess, func(d int64) bool { return replay(bucket.After(now, d), false) })
+	return max(wait, sharded)
 }
 
 // decideAll decides every member in order, each seeing the ones before it,

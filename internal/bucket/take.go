@@ -122,6 +122,15 @@ func (l *Limit) settle(guess, ts, now int64, ok func(int64) bool) int64 {
 	return settle(guess, ok)
 }
 
+// Settle returns the least d >= 0 (at most the largest wait) for which
+// ok(d) holds, given that ok is monotone (false, then true forever) and
+// that guess is an estimate of it: the search that makes Wait exact, for
+// a caller that checks more than one request.
+func Settle(guess int64, ok func(int64) bool) int64 { return settle(guess, ok) }
+
+// After is the clock reading d after now, saturating at the largest.
+func After(now, d int64) int64 { return after(now, d) }
+
 // settle returns the least d >= 0 for which ok(d) holds, assuming ok is
 // monotone (false, then true forever). guess is an estimate that is exact up
 // to rounding, so ok(guess) normally holds and ok(guess-1) does not: two
