@@ -204,25 +204,40 @@ func TestSalvageKeepsTheSnapshotsGoodParts(t *testing.T) {
 // as many chunks), which only the position in its chunk keys tells apart.
 func TestSalvageTakesNoChunkThatIsNotTheSnapshots(t *testing.T) {
 	for _, rounds := range [][]int{{300, 350}, {300, 300}} {
-		t.Run(fmt.Sprint(rounds), func(t *testing.T) { salvageFromPointedPages(t, rounds) })
+		t.Run(fmt.Sprint(rounds), func(t *testing.T) { salvageFromPointedPages(t, rounds, "chunks") })
 	}
 }
 
-// salvageFromPointedPages writes a snapshot after each round's grants, then
-// salvages copies whose chunks bucket points at each leaf page in turn.
-func salvageFromPointedPages(t *testing.T, rounds []int) {
+// The same with the snapshot bucket itself pointed at an older snapshot's
+// page, so that salvage reads an older head, intact, and its chunks: the
+// head, below the file's truncation mark, is not taken for the
+// snapshot's.
+func TestSalvageTakesNoOlderSnapshot(t *testing.T) {
+	for _, rounds := range [][]int{{300, 350, 400}, {300, 300, 300}} {
+		t.Run(fmt.Sprint(rounds), func(t *testing.T) { salvageFromPointedPages(t, rounds, "snapshot") })
+	}
+}
+
+// salvageFromPointedPages writes a snapshot after each round's grants, and
+// a few grants after the last, then salvages copies whose bucket named
+// which ("chunks", in the snapshot bucket, or the top-level "snapshot")
+// points at each leaf page that could be its root in turn.
+func salvageFromPointedPages(t *testing.T, rounds []int, which string) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src.db")
 	clk := newClock()
 	l := open(t, Options{Path: src, Now: clk.Now, LogPreallocate: -1, SnapshotBytes: -1, SnapshotInterval: -1, SweepInterval: -1,
 		Limits: map[string]Config{"api": {Kind: TokenBucket, Rate: 100, Period: time.Hour}}})
-	for round, n := range rounds { // a snapshot each: the earlier ones' chunks and the log's pages are freed
+	for round, n := range rounds { // a snapshot each: the earlier ones' pages and the log's are freed
 		for i := range n {
 			grant(t, l, Request{Name: "api", Key: fmt.Sprintf("user-%06d", i), Count: 7})
 		}
 		if err := l.Snapshot(); err != nil {
 			t.Fatal(round, err)
 		}
+	}
+	for i := range 5 {
+		grant(t, l, Request{Name: "api", Key: fmt.Sprintf("user-%06d", i), Count: 1})
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -250,22 +265,40 @@ func salvageFromPointedPages(t *testing.T, rounds []int) {
 	if err != nil || snapRoot == 0 {
 		t.Fatalf("the snapshot bucket's root: %d, %v", snapRoot, err)
 	}
-	// The chunks bucket's header, in the snapshot bucket's page: its root
-	// page follows the name.
-	at := snapRoot*page + bytes.Index(b[snapRoot*page:(snapRoot+1)*page], []byte("chunks"))
-	if at < snapRoot*page {
-		t.Fatal("no chunks bucket header in the snapshot bucket's page")
+	// The top-level buckets' root page, in the newer meta page (pages 0
+	// and 1: after the page header, the root page id at 16, the
+	// transaction id at 48).
+	meta := b[16:]
+	if m1 := b[page+16:]; binary.LittleEndian.Uint64(m1[48:]) > binary.LittleEndian.Uint64(meta[48:]) {
+		meta = m1
+	}
+	topRoot := int(binary.LittleEndian.Uint64(meta[16:]))
+	// A bucket's header, in its parent's leaf page: its root page id
+	// follows the name.
+	parent := map[string]int{"chunks": snapRoot, "snapshot": topRoot}[which]
+	at := parent*page + bytes.Index(b[parent*page:(parent+1)*page], []byte(which))
+	if at < parent*page {
+		t.Fatalf("no %s bucket header in page %d", which, parent)
 	}
 	tried := 0
 	for id := 2; (id+1)*page <= len(b); id++ {
-		p := b[id*page:]
+		p := b[id*page : (id+1)*page]
 		const leaf = 0x02
-		if binary.LittleEndian.Uint64(p) != uint64(id) || binary.LittleEndian.Uint16(p[8:]) != leaf ||
-			binary.LittleEndian.Uint16(p[10:]) == 0 || !slices.Contains([]uint32{8, 16}, binary.LittleEndian.Uint32(p[16+8:])) { // a leaf whose first key is a log's or a chunk's
+		if binary.LittleEndian.Uint64(p) != uint64(id) || binary.LittleEndian.Uint16(p[8:]) != leaf || binary.LittleEndian.Uint16(p[10:]) == 0 {
 			continue
 		}
+		switch which {
+		case "chunks": // a leaf whose first key is a log's or a chunk's
+			if !slices.Contains([]uint32{8, 16}, binary.LittleEndian.Uint32(p[16+8:])) {
+				continue
+			}
+		case "snapshot": // an older snapshot bucket's root
+			if id == snapRoot || !bytes.Contains(p, []byte("chunks")) || !bytes.Contains(p, []byte("head")) {
+				continue
+			}
+		}
 		d := bytes.Clone(b)
-		binary.LittleEndian.PutUint64(d[at+len("chunks"):], uint64(id))
+		binary.LittleEndian.PutUint64(d[at+len(which):], uint64(id))
 		path := filepath.Join(dir, fmt.Sprint("pointed-", id))
 		if err := os.WriteFile(path, d, 0o600); err != nil {
 			t.Fatal(err)
@@ -277,12 +310,12 @@ func salvageFromPointedPages(t *testing.T, rounds []int) {
 		tried++
 		for _, r := range c.Buckets {
 			if want, ok := held[r.Key]; ok && r.Value > want {
-				t.Fatalf("the chunks pointed at page %d: %s holds %v, the file held %v (%d snapshot records read; %v)",
-					id, r.Key, r.Value, want, c.SnapshotRecords, c.SnapshotErr)
+				t.Fatalf("the %s bucket pointed at page %d: %s holds %v, the file held %v (%d snapshot records read; %v)",
+					which, id, r.Key, r.Value, want, c.SnapshotRecords, c.SnapshotErr)
 			}
 		}
 	}
-	if tried < 3 {
+	if min := map[string]int{"chunks": 3, "snapshot": 1}[which]; tried < min {
 		t.Fatalf("only %d pages tried", tried)
 	}
 }

@@ -17,8 +17,10 @@ import (
 // the snapshot's log position and the records it kept.
 //
 // A damaged pointer or a lost page write may lead to pages that are not
-// the snapshot's (an older snapshot's chunks, log batches it truncated),
-// whose states are older than the file's. Since version 2 each chunk's key
+// the snapshot's (an older snapshot's head or chunks, log batches it
+// truncated), whose states are older than the file's. A head whose
+// position is below the truncation mark is an older snapshot's, and is
+// read as a damaged one (of version 1: nothing is kept). Since version 2 each chunk's key
 // carries its snapshot's position, so such a chunk is told apart and left
 // out alone. A version 1 snapshot's chunks carry none: they must be the
 // head's (as many positions as it counts, none beyond, no more records
@@ -27,6 +29,14 @@ import (
 func Salvage(headValue []byte, chunks []wal.Entry, truncated uint64, fn func(wal.Record)) (pos uint64, records int, err error) {
 	var problems []error
 	h, herr := decodeHead(headValue)
+	if herr == nil && h.pos < truncated {
+		// The mark only grows, to each snapshot's position: a head below
+		// it is an older snapshot's, and so are the chunks it leads to.
+		herr = fmt.Errorf("%w: at %d, below the truncation mark %d: an older snapshot's", ErrCorrupt, h.pos, truncated)
+		if h.version == 1 { // whose chunks carry no position to tell them by
+			return truncated, 0, fmt.Errorf("the head: %w: none is kept", herr)
+		}
+	}
 	if herr != nil {
 		problems = append(problems, fmt.Errorf("the head: %w", herr))
 		h = head{version: 1, pos: truncated}

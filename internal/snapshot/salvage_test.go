@@ -70,6 +70,8 @@ func TestSalvage(t *testing.T) {
 		{"a version 1 chunk in its place", head, with(1, wal.Entry{Key: v1Chunks[1].Key, Value: ob.Bytes()}), pos, but(1), true},
 		{"a chunk beyond the head's count", head, append(slices.Clone(chunks), wal.Entry{Key: chunkKey(3, pos), Value: ob.Bytes()}), pos, recs, true},
 		{"chunks above the truncation mark, damaged head", damagedHead, chunks, pos + 1, nil, true},
+		{"an older snapshot's head and chunks", head, chunks, pos + 1, nil, true},
+		{"an older snapshot's head and chunks, version 1", v1Head, v1Chunks, pos + 1, nil, true},
 		{"version 1", v1Head, v1Chunks, pos, recs, false},
 		{"version 1, damaged head", func() []byte { h := clone(v1Head); h[10] ^= 1; return h }(), v1Chunks, pos, recs, true},
 		{"version 1, a chunk beyond the head's count", v1Head, append(slices.Clone(v1Chunks), wal.Entry{Key: chunkKey(3, 0)[:8], Value: ob.Bytes()}), pos, nil, true},
