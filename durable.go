@@ -43,8 +43,12 @@ func (l *Limiter) openLog() (*wal.Log, error) {
 // recover loads the latest snapshot and replays the log after it.
 func (l *Limiter) recover() error {
 	var n int
+	shards := map[string]int{} // the most shards each name's buckets have
 	apply := func(r wal.Record) error {
 		n++
+		if !r.Delete && int(r.Shard) >= shards[r.Name] {
+			shards[r.Name] = int(r.Shard) + 1
+		}
 		var lim *bucket.Limit
 		if d, ok := l.named(r.Name); ok && int(r.Shard) < d.shards {
 			lim = &d.perShard
@@ -64,6 +68,9 @@ func (l *Limiter) recover() error {
 	}
 	if err := l.wal.Replay(pos, apply); err != nil {
 		return fmt.Errorf("%w: replaying log: %w", ErrUnavailable, &fileError{err})
+	}
+	for name, n := range shards {
+		l.sawShards(name, n)
 	}
 	// The recovered tail counts toward the next snapshot's triggers as if
 	// this process had written it: it is log no snapshot covers yet.

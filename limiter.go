@@ -34,6 +34,9 @@ type Limiter struct {
 	inline       sync.Map // inlineKey -> *limitDef
 	inlineByName sync.Map // name -> *limitDef, the latest inline config seen
 
+	shardsMu   sync.Mutex
+	shardsSeen map[string]int // name -> the most shards its buckets may have (see sawShards); guarded by shardsMu
+
 	closed      atomic.Bool
 	stopBG      chan struct{}
 	bgDone      sync.WaitGroup
@@ -69,6 +72,7 @@ func openOn(opts Options, s store.Store) (*Limiter, error) {
 		return nil, err
 	}
 	l.limits.Store(&limits)
+	l.sawLimits(limits)
 	if opts.Partitions < 0 || opts.Partitions > MaxPartitions {
 		return nil, fmt.Errorf("%w: partitions %d not in [0, %d]", ErrInvalidOptions, opts.Partitions, MaxPartitions)
 	}

@@ -80,6 +80,8 @@ func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
 	d.inline, d.gen = true, math.MaxUint64
 	if v, loaded := l.inline.LoadOrStore(k, d); loaded {
 		d = v.(*limitDef)
+	} else {
+		l.sawShards(name, d.shards)
 	}
 	l.inlineByName.Store(name, d)
 	return d, nil

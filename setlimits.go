@@ -59,6 +59,7 @@ func (l *Limiter) SetLimits(limits map[string]Config) error {
 	}
 	old := *l.limits.Load()
 	l.limits.Store(&defs)
+	l.sawLimits(defs)
 	if l.group == nil { // a shared store keeps no limits with its buckets
 		return l.relimitShared(old, defs)
 	}

@@ -22,3 +22,32 @@ func twoShards(n int) (i, j int) {
 	}
 	return i, j
 }
+
+// sawShards notes that name's buckets may have n shards: a bucket of a
+// shard beyond its limit's Shards is kept (see SetLimits) and read again
+// when the shards come back, so Reset deletes every shard the name has had
+// since Open, by its configs (named and inline) and in the file.
+func (l *Limiter) sawShards(name string, n int) {
+	l.shardsMu.Lock()
+	defer l.shardsMu.Unlock()
+	if n > l.shardsSeen[name] {
+		if l.shardsSeen == nil {
+			l.shardsSeen = make(map[string]int)
+		}
+		l.shardsSeen[name] = n
+	}
+}
+
+// sawLimits is sawShards for every limit of defs.
+func (l *Limiter) sawLimits(defs map[string]*limitDef) {
+	for name, d := range defs {
+		l.sawShards(name, d.shards)
+	}
+}
+
+// shardsOf is the most shards name has had (see sawShards), 0 if none.
+func (l *Limiter) shardsOf(name string) int {
+	l.shardsMu.Lock()
+	defer l.shardsMu.Unlock()
+	return l.shardsSeen[name]
+}

@@ -8,8 +8,11 @@ import (
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
 )
 
-// Reset deletes every shard of (name, key): the bucket is full again. The
-// deletion is durable before Reset returns.
+// Reset deletes every shard of (name, key): the bucket is full again. That
+// includes the shards beyond the limit's Shards that an earlier config of
+// the name used since Open, or that the file holds (SetLimits keeps them),
+// so that the bucket stays full if those shards come back. The deletion
+// is durable before Reset returns.
 //
 // Reset, Value and Credit take a limit's name: one of Options.Limits, or
 // one that a request carried inline since Open. An inline-only limit is
@@ -28,7 +31,10 @@ func (l *Limiter) Reset(ctx context.Context, name, key string) error {
 	}
 	c := actor.NewCall()
 	defer c.Release()
-	l.addShards(c, d, key)
+	h := l.hashKey(d, key)
+	for s := range max(d.shards, l.shardsOf(name)) {
+		l.addItem(c, d, key, h, uint32(s), -1, false)
+	}
 	l.store.Reset(c)
 	return l.itemErr(c.FirstErr())
 }

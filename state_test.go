@@ -3,6 +3,7 @@ package ratelimit
 // Reading and resetting a bucket: Value and Reset.
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -110,4 +111,51 @@ func TestValueTSBefore1970(t *testing.T) {
 	if v := value(t, l, "fw", "k"); !v.TS.Equal(time.Unix(-1050, 0)) {
 		t.Errorf("fixed window Value.TS at now=-1000s, windows at -30s + n*60s: %v (%d), want -1050s", v.TS.UTC(), v.TS.Unix())
 	}
+}
+
+// Reset deletes the shards a bucket had under an earlier config too: after
+// its limit went from 4 shards to 2 (SetLimits keeps shards 2 and 3) and a
+// Reset, the bucket is full when the 4 shards come back; also when the
+// fewer shards came from reopening the file.
+func TestResetDeletesEveryShardTheBucketHad(t *testing.T) {
+	four, two := map[string]Config{"s": withShards(tb(40, H), 4)}, map[string]Config{"s": withShards(tb(20, H), 2)}
+	drain := func(t *testing.T, l *Limiter) {
+		for range 100 {
+			limit(t, l, Request{Name: "s", Key: "k", Count: 1})
+		}
+		wantValue(t, l, "s", "k", 0)
+	}
+	t.Run("SetLimits", func(t *testing.T) {
+		clk := newClock()
+		l := open(t, Options{Now: clk.Now, Limits: four})
+		drain(t, l)
+		if err := l.SetLimits(two); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Reset(bg, "s", "k"); err != nil {
+			t.Fatal(err)
+		}
+		wantValue(t, l, "s", "k", 20)
+		if err := l.SetLimits(four); err != nil {
+			t.Fatal(err)
+		}
+		wantValue(t, l, "s", "k", 40)
+	})
+	t.Run("reopened", func(t *testing.T) {
+		clk := newClock()
+		path := filepath.Join(t.TempDir(), "l.db")
+		l := open(t, Options{Path: path, Now: clk.Now, Limits: four})
+		drain(t, l)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l = open(t, Options{Path: path, Now: clk.Now, Limits: two})
+		if err := l.Reset(bg, "s", "k"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.SetLimits(four); err != nil {
+			t.Fatal(err)
+		}
+		wantValue(t, l, "s", "k", 40)
+	})
 }

@@ -31,8 +31,8 @@ type Status struct {
 	// with debt); Limiter.Value reads every shard.
 	Remaining float64
 	// ResetAfter is how long that bucket needs to be full again, if nothing
-	// else uses it (for a sharded limit, how long the two examined shards
-	// need: an estimate, as Remaining).
+	// else uses it (for a sharded limit, how long the shards the decision
+	// took from or examined need: an estimate, as Remaining).
 	ResetAfter time.Duration
 }
 
@@ -66,8 +66,9 @@ type Value struct {
 	// Value is the tokens available now, summed over shards; negative is
 	// reserved debt.
 	Value float64
-	// TS is the state's time: now for a token bucket, the current window's
-	// start for a fixed window.
+	// TS is the state's time: for a token bucket now, or, while the clock
+	// reads earlier than the bucket was last written (it went back), that
+	// later time; for a fixed window the current window's start.
 	TS time.Time
 	// Config is the limit's config with defaults applied.
 	Config Config
