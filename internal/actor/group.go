@@ -212,7 +212,8 @@ func (g *Group) Peek(c *Call) {
 	c.Now = g.clock()
 }
 
-// Reset deletes c's items' buckets, durably.
+// Reset deletes c's items' buckets, durably (those IfPresent only if
+// held).
 func (g *Group) Reset(c *Call) {
 	g.group(c)
 	g.phase(c, kindReset, c.ranges)
