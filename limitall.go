@@ -14,7 +14,11 @@ import (
 // over any limit, and concurrent calls cannot deadlock. A request with
 // CheckOnly set is decided with the others (if it is denied, so is the
 // call) but takes nothing. RetryAfter is the latest of the requests' (of
-// the denied ones, for a denial); Limit, Remaining and ResetAfter are
+// the denied ones, for a denial); where requests name one bucket several
+// times, a denial's is when each of them is granted after the ones before
+// it, if nothing else changes the bucket (for a sharded limit, each
+// request's own: an estimate, since the shards a request draws are
+// random). Limit, Remaining and ResetAfter are
 // those of the denied request with the latest RetryAfter, or, for a grant,
 // of the request left with the fewest tokens. A bad request makes the
 // whole call an error with nothing taken. Requests naming one bucket
@@ -51,12 +55,23 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 	c.Atomic = true
 	g.hand(c) // held until the store is done with c
 	defs := make([]*limitDef, len(rs))
-	named := l.limits.Load() // one generation for every request (see resolveIn)
+	named := l.limits.Load()        // one generation for every request (see resolveIn)
+	var latest map[string]*limitDef // the names resolved to their latest inline config, which may change meanwhile: once each
 	for i, r := range rs {
 		err := checkKey(r.Key)
 		var d *limitDef
 		if err == nil {
 			d, err = l.resolveIn(named, r.Name, r.Config)
+		}
+		if err == nil && r.Config == nil && d.inline {
+			if prev, ok := latest[r.Name]; ok {
+				d = prev
+			} else {
+				if latest == nil {
+					latest = make(map[string]*limitDef)
+				}
+				latest[r.Name] = d
+			}
 		}
 		if err == nil {
 			var n float64

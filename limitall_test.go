@@ -489,25 +489,43 @@ func TestLimitAllRepeatsRetryAfter(t *testing.T) {
 	}
 }
 
-// A LimitAll that names one limit twice, racing SetLimits calls that
-// change it, is decided against one generation of the limits: granted or
-// denied, never refused as if the caller had given two configs.
-func TestLimitAllRacingSetLimits(t *testing.T) {
-	a, b := map[string]Config{"a": tb(1e9, M)}, map[string]Config{"a": tb(2e9, M)}
-	l := open(t, Options{Limits: a})
-	var stop atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; !stop.Load(); i++ {
-			l.SetLimits([]map[string]Config{a, b}[i%2])
-		}
-	}()
-	defer func() { stop.Store(true); <-done }()
-	for i := range 20_000 {
-		if _, err := l.LimitAll(bg, Request{Name: "a", Key: "k"}, Request{Name: "a", Key: "k"}); err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
+// A LimitAll that names one limit twice, racing calls that change it
+// (SetLimits, or requests carrying another inline config of the name, the
+// one requests without a config then read), is decided against one
+// config of it: granted or denied, never refused as if the caller had
+// given two configs.
+func TestLimitAllRacingConfigChanges(t *testing.T) {
+	a, b := tb(1e9, M), tb(2e9, M)
+	for _, c := range []struct {
+		name   string
+		limits map[string]Config
+		change func(l *Limiter, i int)
+	}{
+		{"SetLimits", map[string]Config{"a": a}, func(l *Limiter, i int) {
+			l.SetLimits([]map[string]Config{{"a": a}, {"a": b}}[i%2])
+		}},
+		{"inline", nil, func(l *Limiter, i int) {
+			l.Limit(bg, Request{Name: "a", Key: "other", Config: []*Config{&a, &b}[i%2]})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := open(t, Options{Limits: c.limits})
+			c.change(l, 0)
+			var stop atomic.Bool
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := 0; !stop.Load(); i++ {
+					c.change(l, i)
+				}
+			}()
+			defer func() { stop.Store(true); <-done }()
+			for i := range 20_000 {
+				if _, err := l.LimitAll(bg, Request{Name: "a", Key: "k"}, Request{Name: "a", Key: "k"}); err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+			}
+		})
 	}
 }
 

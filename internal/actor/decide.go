@@ -110,7 +110,9 @@ func (u *undescribed) finish(m *Member) {
 // wait after which members (all of c's when nil; indexes into c.Members),
 // replayed in order on the buckets' states before the call (prior, by the
 // canonical item canon(i) of item i), are each granted after the ones
-// before it; a member of two shards counts with its own RetryAfter. A
+// before it; a member of two shards counts with its own RetryAfter, which
+// does not see the members before it (an estimate: a retry may draw other
+// shards). A
 // replay at now gives the estimate (a denied take of one bucket is taken
 // all the same, into any debt, so that the members after it on its bucket
 // wait for it too), and replays at later readings make it exact, as Wait
