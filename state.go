@@ -33,8 +33,7 @@ func (l *Limiter) Reset(ctx context.Context, name, key string) error {
 	defer c.Release()
 	h := l.hashKey(d, key)
 	for s := range max(d.shards, l.shardsOf(name)) {
-		i := l.addItem(c, d, key, h, uint32(s), -1, false)
-		c.Items[i].IfPresent = s >= d.shards // rarely there: not logged when absent
+		l.addItem(c, d, key, h, uint32(s), -1, false)
 	}
 	l.store.Reset(c)
 	return l.itemErr(c.FirstErr())

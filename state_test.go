@@ -141,21 +141,6 @@ func TestResetDeletesEveryShardTheBucketHad(t *testing.T) {
 		}
 		wantValue(t, l, "s", "k", 40)
 	})
-	t.Run("absent shards cost no record", func(t *testing.T) {
-		clk := newClock()
-		l := open(t, Options{Path: filepath.Join(t.TempDir(), "l.db"), Now: clk.Now, Limits: two})
-		wide := withShards(tb(MaxShards, H), MaxShards) // an inline config of the name, drawing 2 of its shards
-		limit(t, l, Request{Name: "s", Key: "other", Config: &wide})
-		limit(t, l, Request{Name: "s", Key: "k", Count: 1})
-		before := l.Stats().WALRecords
-		if err := l.Reset(bg, "s", "k"); err != nil {
-			t.Fatal(err)
-		}
-		if got := l.Stats().WALRecords - before; got != 2 {
-			t.Errorf("Reset of a bucket of 2 shards, the name having had %d: %d log records, want 2", MaxShards, got)
-		}
-		wantValue(t, l, "s", "k", 20)
-	})
 	t.Run("reopened", func(t *testing.T) {
 		clk := newClock()
 		path := filepath.Join(t.TempDir(), "l.db")

@@ -62,10 +62,6 @@ type Item struct {
 	heldNew bool  // counted in its partition's heldNew (see Partition.load)
 	wrote   bool
 	Write   bool // State is to be stored
-	// IfPresent, for Reset: delete the bucket (and log it) only if its
-	// partition holds it; an absent bucket is full already, and its last
-	// record, if any, projects to full too (see Partition.Sweep).
-	IfPresent bool
 }
 
 // Member is one decision of a call (64 bytes: one cache line).

@@ -212,8 +212,7 @@ func (g *Group) Peek(c *Call) {
 	c.Now = g.clock()
 }
 
-// Reset deletes c's items' buckets, durably (those IfPresent only if
-// held).
+// Reset deletes c's items' buckets, durably.
 func (g *Group) Reset(c *Call) {
 	g.group(c)
 	g.phase(c, kindReset, c.ranges)

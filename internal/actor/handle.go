@@ -49,11 +49,6 @@ func (p *Partition) handle(m msg) {
 		}
 		for i := m.lo; i < m.hi; i++ {
 			it := &c.Items[i]
-			if it.IfPresent {
-				if _, ok := p.buckets.get(it.Hash, it.ID); !ok {
-					continue
-				}
-			}
 			p.buckets.del(it.Hash, it.ID)
 			p.record(it.Hash, wal.Record{Name: it.ID.Name, Key: it.ID.Key, Shard: it.ID.Shard, Delete: true})
 			it.wrote = true
