@@ -56,17 +56,17 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 	g.hand(c) // held until the store is done with c
 	defs := make([]*limitDef, len(rs))
 	named := l.limits.Load()        // one generation for every request (see resolveIn)
-	var latest map[string]*limitDef // the names resolved to their latest inline config, which may change meanwhile: once each
+	var latest map[string]*limitDef // each name's latest inline config in this call, which others may change meanwhile
 	for i, r := range rs {
 		err := checkKey(r.Key)
 		var d *limitDef
 		if err == nil {
 			d, err = l.resolveIn(named, r.Name, r.Config)
 		}
-		if err == nil && r.Config == nil && d.inline {
-			if prev, ok := latest[r.Name]; ok {
+		if err == nil && d.inline {
+			if prev, ok := latest[r.Name]; ok && r.Config == nil {
 				d = prev
-			} else {
+			} else { // the name's latest inline config, from here on in this call
 				if latest == nil {
 					latest = make(map[string]*limitDef)
 				}

@@ -521,7 +521,11 @@ func TestLimitAllRacingConfigChanges(t *testing.T) {
 			}()
 			defer func() { stop.Store(true); <-done }()
 			for i := range 20_000 {
-				if _, err := l.LimitAll(bg, Request{Name: "a", Key: "k"}, Request{Name: "a", Key: "k"}); err != nil {
+				call := []Request{{Name: "a", Key: "k"}, {Name: "a", Key: "k"}}
+				if c.limits == nil && i%2 == 1 {
+					call[0].Config = &a // then the second reads a too, the name's latest config in the call
+				}
+				if _, err := l.LimitAll(bg, call...); err != nil {
 					t.Fatalf("call %d: %v", i, err)
 				}
 			}

@@ -141,6 +141,31 @@ func TestResetDeletesEveryShardTheBucketHad(t *testing.T) {
 		}
 		wantValue(t, l, "s", "k", 40)
 	})
+	t.Run("swept, then reopened", func(t *testing.T) {
+		// A sweep drops a bucket full by its limit then and logs nothing:
+		// the file's record of it is not full under the config (or the
+		// clock) that reopens it, so Reset must log a delete for it too.
+		clk := newClock()
+		path := filepath.Join(t.TempDir(), "l.db")
+		l := open(t, Options{Path: path, Now: clk.Now, Limits: four})
+		drain(t, l)
+		clk.Advance(2 * H)
+		if n := l.sweep(); n != 4 {
+			t.Fatalf("swept %d buckets, want the 4 shards", n)
+		}
+		if err := l.SetLimits(two); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Reset(bg, "s", "k"); err != nil {
+			t.Fatal(err)
+		}
+		clk.Set(t0.Add(30 * time.Minute)) // the clock goes back
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l = open(t, Options{Path: path, Now: clk.Now, Limits: four})
+		wantValue(t, l, "s", "k", 40)
+	})
 	t.Run("reopened", func(t *testing.T) {
 		clk := newClock()
 		path := filepath.Join(t.TempDir(), "l.db")
