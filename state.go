@@ -11,8 +11,9 @@ import (
 // Reset deletes every shard of (name, key): the bucket is full again. That
 // includes the shards beyond the limit's Shards that an earlier config of
 // the name used since Open, or that the file holds (SetLimits keeps them),
-// so that the bucket stays full if those shards come back. The deletion
-// is durable before Reset returns.
+// so that the bucket stays full if those shards come back; a Reset costs
+// (and on a file, logs) one deletion for each of them. The deletion is
+// durable before Reset returns.
 //
 // Reset, Value and Credit take a limit's name: one of Options.Limits, or
 // one that a request carried inline since Open. An inline-only limit is
