@@ -119,68 +119,53 @@ func TestValueTSBefore1970(t *testing.T) {
 // fewer shards came from reopening the file.
 func TestResetDeletesEveryShardTheBucketHad(t *testing.T) {
 	four, two := map[string]Config{"s": withShards(tb(40, H), 4)}, map[string]Config{"s": withShards(tb(20, H), 2)}
-	drain := func(t *testing.T, l *Limiter) {
+	must := func(t *testing.T, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// drained opens a file with the 4 shards of s/k drained.
+	drained := func(t *testing.T) (*Limiter, *ratelimittest.Clock, string) {
+		clk := newClock()
+		path := filepath.Join(t.TempDir(), "l.db")
+		l := open(t, Options{Path: path, Now: clk.Now, Limits: four})
 		for range 100 {
 			limit(t, l, Request{Name: "s", Key: "k", Count: 1})
 		}
 		wantValue(t, l, "s", "k", 0)
+		return l, clk, path
 	}
 	t.Run("SetLimits", func(t *testing.T) {
-		clk := newClock()
-		l := open(t, Options{Now: clk.Now, Limits: four})
-		drain(t, l)
-		if err := l.SetLimits(two); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Reset(bg, "s", "k"); err != nil {
-			t.Fatal(err)
-		}
+		l, _, _ := drained(t)
+		must(t, l.SetLimits(two))
+		must(t, l.Reset(bg, "s", "k"))
 		wantValue(t, l, "s", "k", 20)
-		if err := l.SetLimits(four); err != nil {
-			t.Fatal(err)
-		}
+		must(t, l.SetLimits(four))
 		wantValue(t, l, "s", "k", 40)
 	})
 	t.Run("swept, then reopened", func(t *testing.T) {
 		// A sweep drops a bucket full by its limit then and logs nothing:
 		// the file's record of it is not full under the config (or the
 		// clock) that reopens it, so Reset must log a delete for it too.
-		clk := newClock()
-		path := filepath.Join(t.TempDir(), "l.db")
-		l := open(t, Options{Path: path, Now: clk.Now, Limits: four})
-		drain(t, l)
+		l, clk, path := drained(t)
 		clk.Advance(2 * H)
 		if n := l.sweep(); n != 4 {
 			t.Fatalf("swept %d buckets, want the 4 shards", n)
 		}
-		if err := l.SetLimits(two); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Reset(bg, "s", "k"); err != nil {
-			t.Fatal(err)
-		}
+		must(t, l.SetLimits(two))
+		must(t, l.Reset(bg, "s", "k"))
 		clk.Set(t0.Add(30 * time.Minute)) // the clock goes back
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
+		must(t, l.Close())
 		l = open(t, Options{Path: path, Now: clk.Now, Limits: four})
 		wantValue(t, l, "s", "k", 40)
 	})
 	t.Run("reopened", func(t *testing.T) {
-		clk := newClock()
-		path := filepath.Join(t.TempDir(), "l.db")
-		l := open(t, Options{Path: path, Now: clk.Now, Limits: four})
-		drain(t, l)
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
+		l, clk, path := drained(t)
+		must(t, l.Close())
 		l = open(t, Options{Path: path, Now: clk.Now, Limits: two})
-		if err := l.Reset(bg, "s", "k"); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.SetLimits(four); err != nil {
-			t.Fatal(err)
-		}
+		must(t, l.Reset(bg, "s", "k"))
+		must(t, l.SetLimits(four))
 		wantValue(t, l, "s", "k", 40)
 	})
 }
