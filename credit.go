@@ -102,7 +102,7 @@ func (l *Limiter) creditShards(d *limitDef, key string, count float64) error {
 func (l *Limiter) spreadCredit(c *actor.Call, d *limitDef, key string, count float64) error {
 	read := actor.NewCall()
 	defer read.Release()
-	l.addShards(read, d, key)
+	l.addShards(read, d, key, d.shards)
 	l.store.Peek(read)
 	if err := l.itemErr(read.FirstErr()); err != nil {
 		return err

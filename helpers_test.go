@@ -326,7 +326,7 @@ func shardValues(t testing.TB, l *Limiter, name, key string) []float64 {
 	}
 	c := actor.NewCall()
 	defer c.Release()
-	l.addShards(c, d, key)
+	l.addShards(c, d, key, d.shards)
 	l.group.Peek(c)
 	now := l.now()
 	vs := make([]float64, d.shards)

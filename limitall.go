@@ -103,15 +103,15 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 		granted = granted && c.Members[i].OK
 	}
 	var st Status
-	chosen := false               // st is a member's status ("" names a limit too)
-	wait := time.Duration(c.Wait) // a denial's: see actor.Member.InWait
+	chosen := false                 // st is a member's status ("" names a limit too)
+	denied := time.Duration(c.Wait) // a denial's RetryAfter: see actor.Member.InWait
 	for i := range c.Members {
 		ms := defs[i].status(&c.Members[i])
 		if report {
 			each = append(each, ms)
 		}
 		if !ms.OK && !c.Members[i].InWait {
-			wait = max(wait, ms.RetryAfter)
+			denied = max(denied, ms.RetryAfter)
 		}
 		switch {
 		case granted:
@@ -125,7 +125,7 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 		}
 	}
 	if !granted {
-		st.RetryAfter = wait // when every member is granted, each after the ones before it
+		st.RetryAfter = denied // when every member is granted, each after the ones before it
 	}
 	st.OK = granted
 	return st, each, nil

@@ -55,10 +55,11 @@ func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op,
 	c.Members = append(c.Members, mem)
 }
 
-// addShards adds one item per shard of (d, key), for reads and resets.
-func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string) {
+// addShards adds one item for each of shards 0 to n-1 of (d, key), for
+// reads (n = d.shards) and resets.
+func (l *Limiter) addShards(c *actor.Call, d *limitDef, key string, n int) {
 	h := l.hashKey(d, key)
-	for s := 0; s < d.shards; s++ {
+	for s := range n {
 		l.addItem(c, d, key, h, uint32(s), -1, false)
 	}
 }

@@ -21,10 +21,8 @@ func (l *Limiter) resolveIn(named *map[string]*limitDef, name string, inline *Co
 	if inline != nil {
 		return l.inlineDef(name, *inline)
 	}
-	if named != nil { // nil: a zero Limiter
-		if d, ok := (*named)[name]; ok {
-			return d, nil
-		}
+	if d, ok := namedIn(named, name); ok {
+		return d, nil
 	}
 	if d, ok := l.inlineByName.Load(name); ok {
 		return d.(*limitDef), nil
@@ -98,11 +96,14 @@ func (l *Limiter) Config(name string) (Config, bool) {
 
 // named returns the limit of that name in Options.Limits (or the latest
 // SetLimits).
-func (l *Limiter) named(name string) (*limitDef, bool) {
-	m := l.limits.Load()
-	if m == nil { // a zero Limiter
+func (l *Limiter) named(name string) (*limitDef, bool) { return namedIn(l.limits.Load(), name) }
+
+// namedIn is named in one generation of the named limits (nil for a zero
+// Limiter).
+func namedIn(named *map[string]*limitDef, name string) (*limitDef, bool) {
+	if named == nil {
 		return nil, false
 	}
-	d, ok := (*m)[name]
+	d, ok := (*named)[name]
 	return d, ok
 }

@@ -32,10 +32,7 @@ func (l *Limiter) Reset(ctx context.Context, name, key string) error {
 	}
 	c := actor.NewCall()
 	defer c.Release()
-	h := l.hashKey(d, key)
-	for s := range max(d.shards, l.shardsOf(name)) {
-		l.addItem(c, d, key, h, uint32(s), -1, false)
-	}
+	l.addShards(c, d, key, max(d.shards, l.shardsOf(name)))
 	l.store.Reset(c)
 	return l.itemErr(c.FirstErr())
 }
@@ -55,7 +52,7 @@ func (l *Limiter) Value(ctx context.Context, name, key string) (Value, error) {
 	}
 	c := actor.NewCall()
 	defer c.Release()
-	l.addShards(c, d, key)
+	l.addShards(c, d, key, d.shards)
 	l.store.Peek(c)
 	if err := l.itemErr(c.FirstErr()); err != nil {
 		return Value{}, err

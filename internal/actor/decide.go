@@ -112,12 +112,11 @@ func (u *undescribed) finish(m *Member) {
 // canonical item canon(i) of item i), are each granted after the ones
 // before it; a member of two shards counts with its own RetryAfter, which
 // does not see the members before it (an estimate: a retry may draw other
-// shards). A
-// replay at now gives the estimate (a denied take of one bucket is taken
-// all the same, into any debt, so that the members after it on its bucket
-// wait for it too), and replays at later readings make it exact, as Wait
-// is for one request. It marks the members InWait; their other outputs are
-// left as decided.
+// shards). A replay at now gives the estimate (a denied take of one bucket
+// is taken all the same, into any debt, so that the members after it on
+// its bucket wait for it too), and replays at later readings make it
+// exact, as Wait is for one request. It marks the members InWait; their
+// other outputs are left as decided.
 func RepeatsWait(c *Call, members []int32, canon func(int32) int32, prior []bucket.State, now int64) int64 {
 	state := make([]bucket.State, len(prior))
 	guess, sharded := int64(0), int64(0) // estimate's waits: of the replayed members, of the sharded ones
@@ -127,7 +126,9 @@ func RepeatsWait(c *Call, members []int32, canon func(int32) int32, prior []buck
 		copy(state, prior)
 		all = true
 		one := func(m *Member) {
-			m.InWait = true
+			if estimate {
+				m.InWait = true
+			}
 			if m.Second >= 0 {
 				if estimate && !m.OK {
 					sharded = max(sharded, m.RetryAfter)
