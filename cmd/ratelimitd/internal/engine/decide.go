@@ -121,6 +121,29 @@ type scratch struct {
 	rs     []ratelimit.Request
 	sent   []int // rs[j] is parts[sent[j]]
 	each   []ratelimit.Status
+	// uses indexes the pending parts by bucket once there are more than
+	// linearParts parts (see taken), so that a request's cost stays linear
+	// in its descriptors; indexed says it is in use.
+	uses    map[bucketRef]bucketUse
+	indexed bool
+	// first[j] is the first of rs on rs[j]'s bucket (see firstUses), found
+	// through firsts beyond linearParts requests.
+	first  []int
+	firsts map[bucketRef]int
+}
+
+// linearParts is how many planned parts taken and taker scan; beyond, they
+// look the bucket up in scratch.uses.
+const linearParts = 16
+
+// bucketRef names a part's bucket: its limit's name and key.
+type bucketRef struct{ name, key string }
+
+// bucketUse is what the pending parts planned so far take from one bucket,
+// and the last of them.
+type bucketUse struct {
+	sum  float64
+	last int
 }
 
 func (e *Engine) getScratch() *scratch {
@@ -129,6 +152,11 @@ func (e *Engine) getScratch() *scratch {
 		s = new(scratch)
 	}
 	s.limits, s.inline, s.parts = s.limits[:0], s.inline[:0], s.parts[:0]
+	if s.indexed {
+		clear(s.uses)
+		s.indexed = false
+	}
+	clear(s.firsts)
 	return s
 }
 
@@ -275,12 +303,49 @@ func (e *Engine) plan(req *Request, res *Result, s *scratch) {
 			p.follows = s.taker(p.req)
 		}
 		s.parts = append(s.parts, p)
+		s.planned()
 	}
+}
+
+// planned indexes the part just planned, the last of s.parts, once there
+// are more than linearParts (indexing those before it then).
+func (s *scratch) planned() {
+	if !s.indexed {
+		if len(s.parts) <= linearParts {
+			return
+		}
+		if s.uses == nil {
+			s.uses = make(map[bucketRef]bucketUse)
+		}
+		s.indexed = true
+		for k := range len(s.parts) - 1 {
+			s.index(k)
+		}
+	}
+	s.index(len(s.parts) - 1)
+}
+
+// index adds part k to s.uses if it takes from its bucket (would take, in
+// a check). Parts are indexed in order, so sums add up as taken's scan
+// would.
+func (s *scratch) index(k int) {
+	p := &s.parts[k]
+	if !p.takes(p.req) {
+		return
+	}
+	b := bucketRef{p.req.Name, p.req.Key}
+	u := s.uses[b]
+	u.sum += p.own
+	u.last = k
+	s.uses[b] = u
 }
 
 // taken is what the parts planned so far take from r's bucket (would
 // take, in a check).
 func (s *scratch) taken(r ratelimit.Request) float64 {
+	if s.indexed {
+		return s.uses[bucketRef{r.Name, r.Key}].sum
+	}
 	sum := 0.0
 	for k := range s.parts {
 		if p := &s.parts[k]; p.takes(r) {
@@ -293,6 +358,12 @@ func (s *scratch) taken(r ratelimit.Request) float64 {
 // taker is the last part planned so far that takes from r's bucket (would
 // take, in a check), or -1.
 func (s *scratch) taker(r ratelimit.Request) int {
+	if s.indexed {
+		if u, ok := s.uses[bucketRef{r.Name, r.Key}]; ok {
+			return u.last
+		}
+		return -1
+	}
 	last := -1
 	for k := range s.parts {
 		if s.parts[k].takes(r) {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -47,6 +48,8 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 5, name: general}
   - key: special
     rate_limit: {unit: hour, requests_per_unit: 50, replaces: [{name: general}]}
+  - key: huge
+    rate_limit: {unit: second, requests_per_unit: 1000000000}
 `
 
 // The codes and limit_remaining of envoyproxy/ratelimit for one
@@ -320,6 +323,94 @@ func TestDecideCheckAnswersAsATake(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A request of more descriptors than the engine scans pair by pair
+// (linearParts) counts every earlier part on a bucket, those before the
+// index was built too: the same answers as a short request.
+func TestDecideManyDescriptors(t *testing.T) {
+	repeat := func(n int, d Descriptor) []Descriptor { return slices.Repeat([]Descriptor{d}, n) }
+	for _, c := range []struct {
+		name string
+		ds   []Descriptor
+		code Code
+		left map[string]float64 // what each bucket holds after
+	}{
+		{"one bucket, then a check", append(repeat(linearParts+1, desc(1, "b=x")), desc(0, "b=x")),
+			OK, map[string]float64{"b=x": 100 - linearParts - 1}},
+		{"the 11th take of 10, indexed", append(repeat(8, desc(1, "b=x")), repeat(11, desc(1, "tb=x"))...),
+			OverLimit, map[string]float64{"b=x": 100, "tb=x": 10}},
+		{"10 takes of 10 before the index, then checks", slices.Concat(repeat(linearParts-10, desc(1, "b=y")), repeat(10, desc(1, "tb=y")),
+			[]Descriptor{desc(1, "b=y"), desc(0, "b=y"), desc(0, "tb=y")}),
+			OK, map[string]float64{"b=y": 100 - (linearParts - 10) - 1, "tb=y": 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, rules, Options{Limits: Limits{MaxDescriptors: 64}})
+			if len(c.ds) <= linearParts {
+				t.Fatalf("%d descriptors: not above linearParts", len(c.ds))
+			}
+			r := f.decide("d", c.ds...)
+			if r.Code != c.code {
+				t.Fatalf("code %v, want %v (%v)", r.Code, c.code, codes(r))
+			}
+			for kv, want := range c.left {
+				if got := f.remaining("d", kv); got != want {
+					t.Errorf("%s holds %v, want %v", kv, got, want)
+				}
+			}
+			if c.code != OK {
+				return
+			}
+			// Each part reports what the bucket holds after the parts
+			// before it and itself; a check, what the last take left.
+			held := map[string]float64{"b": 100, "tb": 10}
+			for i, d := range c.ds {
+				k := d.Entries[0].Key
+				held[k] -= float64(d.Hits)
+				if got := r.Statuses[i].Remaining; got != held[k] {
+					t.Errorf("status %d (%s, hits %d) reports %v left, want %v", i, k, d.Hits, got, held[k])
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecideDescriptors decides requests of n descriptors, each on a
+// bucket of its own, granted or (the buckets spent first) denied: the cost
+// per descriptor should not grow with n.
+func BenchmarkDecideDescriptors(b *testing.B) {
+	for _, denied := range []bool{false, true} {
+		for _, n := range []int{4, 64, 1024} {
+			b.Run(fmt.Sprintf("denied=%v/descriptors=%d", denied, n), func(b *testing.B) {
+				f := newFixture(&testing.T{}, rules, Options{Limits: Limits{MaxDescriptors: n}})
+				ds := make([]Descriptor, n)
+				for i := range ds {
+					ds[i] = desc(1, fmt.Sprintf("huge=k%d", i))
+					if denied {
+						ds[i] = desc(3, fmt.Sprintf("a=k%d", i)) // spends a's 3 an hour, then 1 more is denied
+					}
+				}
+				req := &Request{Domain: "d", Descriptors: ds}
+				res := new(Result)
+				if err := f.e.Decide(context.Background(), req, res); err != nil || res.Code != OK {
+					b.Fatalf("first request: %v, %v", res.Code, err)
+				}
+				for i := range ds {
+					ds[i].Hits = 1
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := f.e.Decide(context.Background(), req, res); err != nil {
+						b.Fatal(err)
+					}
+					if (res.Code == OverLimit) != denied {
+						b.Fatalf("code %v", res.Code)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/descriptor")
+			})
+		}
 	}
 }
 

@@ -245,6 +245,7 @@ func (e *Engine) finishGrant(res *Result, s *scratch) {
 // quota_mode parts: when all of them are over, the request waits for the
 // first to have room too.
 func (e *Engine) finishDenial(res *Result, s *scratch, quotas int) {
+	s.firstUses()
 	for j, k := range s.sent {
 		p := &s.parts[k]
 		st := &res.Statuses[p.st]
@@ -295,18 +296,44 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotas int) {
 }
 
 // bucketNow is the value of the bucket of s.rs[j] before the call: the
-// first part of the call on that bucket saw it untouched.
+// first part of the call on that bucket saw it untouched. It needs
+// s.first (firstUses).
 func (s *scratch) bucketNow(j int) float64 {
-	for i := 0; i <= j; i++ {
-		if s.rs[i].Name == s.rs[j].Name && s.rs[i].Key == s.rs[j].Key {
-			v := s.each[i].Remaining
-			if s.each[i].OK {
-				v += s.rs[i].Count
-			}
-			return v
-		}
+	i := s.first[j]
+	v := s.each[i].Remaining
+	if s.each[i].OK {
+		v += s.rs[i].Count
 	}
-	return s.each[j].Remaining
+	return v
+}
+
+// firstUses sets s.first[j] to the index of the first of s.rs on the
+// bucket of s.rs[j]: pair by pair up to linearParts requests, through
+// s.firsts beyond.
+func (s *scratch) firstUses() {
+	s.first = s.first[:0]
+	if len(s.rs) <= linearParts {
+		for _, r := range s.rs {
+			i := 0
+			for s.rs[i].Name != r.Name || s.rs[i].Key != r.Key {
+				i++
+			}
+			s.first = append(s.first, i)
+		}
+		return
+	}
+	if s.firsts == nil {
+		s.firsts = make(map[bucketRef]int, len(s.rs))
+	}
+	for j, r := range s.rs {
+		b := bucketRef{r.Name, r.Key}
+		i, ok := s.firsts[b]
+		if !ok {
+			i = j
+			s.firsts[b] = j
+		}
+		s.first = append(s.first, i)
+	}
 }
 
 // finishFollowers reports each zero part that follows another on its
