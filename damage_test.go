@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seed7fbd42b6/ratelimit/ratelimittest"
+	bolt "go.etcd.io/bbolt"
 )
 
 // damagedEnv names the file a child process of TestDamagedFilesNeverCrash
@@ -305,5 +307,46 @@ func checkSalvaged(t *testing.T, kind, file string, lines []string, counts map[s
 		counts["salvaged whole"]++
 	} else {
 		counts["salvaged with losses reported"]++
+	}
+}
+
+// A log batch whose version byte is damaged (it is outside the batch's
+// checksum) is a damaged file, ErrCorrupt, not one a newer version wrote:
+// the file's own format version, intact, says which version wrote it.
+func TestDamagedBatchVersionIsCorrupt(t *testing.T) {
+	clk := newClock()
+	path := filepath.Join(t.TempDir(), "rl.db")
+	opts := Options{Path: path, Now: clk.Now, LogPreallocate: -1, Limits: map[string]Config{"api": tokenBucket(10, 10)}}
+	l := open(t, opts)
+	grant(t, l, Request{Name: "api", Key: "a", Count: 3})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []byte
+	err = db.View(func(tx *bolt.Tx) error {
+		_, v := tx.Bucket([]byte("log")).Cursor().Last()
+		batch = bytes.Clone(v)
+		return nil
+	})
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batch) == 0 || bytes.Count(b, batch) != 1 {
+		t.Fatalf("the last batch (%d bytes) is not in the file once", len(batch))
+	}
+	b[bytes.Index(b, batch)] ^= 0x80 // version 1 -> 129
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(opts); !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrVersion) {
+		t.Fatalf("Open: %v, want ErrCorrupt (not ErrVersion)", err)
 	}
 }

@@ -136,8 +136,7 @@ func EncodeBatch(dst []byte, recs []Record) []byte {
 
 // DecodeBatch validates batch (header, length, checksum, and every record's
 // framing) and then calls fn with each record in order. If validation fails
-// it returns an error wrapping ErrCorrupt (or ErrVersion for a newer batch
-// version) and fn is never called. An error from fn stops decoding and is
+// it returns an error wrapping ErrCorrupt and fn is never called. An error from fn stops decoding and is
 // returned unchanged. DecodeBatch never panics on any input.
 func DecodeBatch(batch []byte, fn func(Record) error) error {
 	payload, _, err := checkBatch(batch)
@@ -165,10 +164,9 @@ func checkBatch(batch []byte) (payload []byte, count int, err error) {
 		return nil, 0, fmt.Errorf("%w: batch of %d bytes is shorter than its header", ErrCorrupt, len(batch))
 	}
 	if v := batch[0]; v != BatchVersion {
-		if v > BatchVersion {
-			return nil, 0, fmt.Errorf("%w: batch version %d (max %d)", ErrVersion, v, BatchVersion)
-		}
-		return nil, 0, fmt.Errorf("%w: batch version %d", ErrCorrupt, v)
+		// A newer encoding would come with a newer file format (the meta
+		// version, which Open checks first): here it is damage.
+		return nil, 0, fmt.Errorf("%w: batch version %d (this format has %d)", ErrCorrupt, v, BatchVersion)
 	}
 	n := binary.LittleEndian.Uint32(batch[1:])
 	plen := binary.LittleEndian.Uint32(batch[5:])

@@ -116,8 +116,11 @@
 // MaxBatchPayload, a checksum mismatch, a count that the payload cannot
 // hold, unknown flag bits, non-minimal or overflowing varints, a shard above
 // 2^32-1, a field longer than MaxFieldLen or than the bytes left, a record
-// cut short, and bytes left over after the last record. A batch version
-// above BatchVersion is ErrVersion. An empty batch (count 0) is valid.
+// cut short, bytes left over after the last record, and any other batch
+// version: the version byte is outside the checksum, and a new encoding
+// comes with a new file format (the meta version, ErrVersion), so in a
+// file of this format another version is damage. An empty batch (count 0)
+// is valid.
 //
 // # Preallocation
 //
