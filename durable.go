@@ -31,7 +31,7 @@ func (l *Limiter) openLog() (*wal.Log, error) {
 		NoFreelistSync: true,
 		Preallocate:    l.opts.LogPreallocate,
 	})
-	if errors.Is(err, wal.ErrInvalidOptions) { // checked before the path is touched
+	if errors.Is(err, wal.ErrInvalidOptions) { // a bad option, or a Path that is not a regular file: nothing written
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	if err != nil {

@@ -10,8 +10,10 @@ import (
 // Zero fields mean the documented defaults; Open rejects a field out of
 // range with ErrInvalidOptions.
 type Options struct {
-	// Path is the bbolt file that holds durable state. "" keeps state in
-	// memory only: nothing survives Close.
+	// Path is the bbolt file that holds durable state, created if absent.
+	// "" keeps state in memory only: nothing survives Close. A Path that
+	// names something other than a regular file (a directory, a FIFO, a
+	// device) is ErrInvalidOptions.
 	Path string
 	// Limits are the named limits. A Request may instead carry its config
 	// inline.

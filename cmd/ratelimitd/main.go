@@ -16,7 +16,7 @@ Usage:
   ratelimitd inspect FILE     summarise a limiter's file: format, snapshot, log, buckets per limit
   ratelimitd verify FILE      check a limiter's file; exit 0 sound, 1 damaged, 2 not checked
   ratelimitd dump FILE        print the stored buckets as JSON lines
-  ratelimitd salvage FILE NEW read what can be read of a damaged file into a new one
+  ratelimitd salvage FILE NEW read what can be read of a damaged file into a new one; exit 1 if anything was lost
   ratelimitd version          print the version
 
 The file tools refuse a file a serving ratelimitd has open: back it up

@@ -62,8 +62,12 @@ func fileTool(cmd string, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	case "salvage":
-		if _, err := filetool.Salvage(stdout, path, fs.Arg(1)); err != nil {
+		rep, err := filetool.Salvage(stdout, path, fs.Arg(1))
+		if err != nil {
 			return fail(err)
+		}
+		if len(rep.Problems) > 0 { // damaged: the new file holds what was left
+			return 1
 		}
 	}
 	return 0

@@ -81,6 +81,13 @@ func TestFileTools(t *testing.T) {
 	if code, out, _ := tool(t, "verify", damaged); code != 1 {
 		t.Errorf("verify of a damaged file: exit %d %s, want 1", code, out)
 	}
+	resalvaged := filepath.Join(t.TempDir(), "resalvaged.db")
+	if code, out, stderr := tool(t, "salvage", damaged, resalvaged); code != 1 || !strings.Contains(out, "lost: ") {
+		t.Errorf("salvage of a damaged file: exit %d %s %s, want 1 and what was lost", code, out, stderr)
+	}
+	if _, err := os.Stat(resalvaged); err != nil {
+		t.Errorf("salvage of a damaged file wrote nothing: %v", err)
+	}
 	for _, args := range [][]string{{"inspect"}, {"salvage", f.data}, {"nope"}, {"verify", filepath.Join(t.TempDir(), "absent.db")}} {
 		if code, _, _ := tool(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)

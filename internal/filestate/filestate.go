@@ -66,17 +66,26 @@ func Read(path string) (*Contents, error) {
 
 // Open opens the file at path for reading, holding a shared lock on it
 // until it is closed, so that no limiter writes it meanwhile; the error
-// wraps wal.ErrLocked while a limiter has the file open.
+// wraps wal.ErrLocked while a limiter has the file open. Anything but a
+// regular file (a directory, a FIFO, a device) is refused: it is checked
+// before opening too, since opening a FIFO waits for a writer.
 func Open(path string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(path, st); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if st, err := f.Stat(); err != nil || st.IsDir() {
+	if st, err = f.Stat(); err == nil {
+		err = regular(path, st)
+	}
+	if err != nil {
 		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%s is a directory, not a limiter's file", path)
-		}
 		return nil, err
 	}
 	if err := lockShared(f); err != nil {
@@ -84,6 +93,18 @@ func Open(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// regular refuses what st describes unless it is a regular file.
+func regular(path string, st os.FileInfo) error {
+	switch {
+	case st.Mode().IsRegular():
+		return nil
+	case st.IsDir():
+		return fmt.Errorf("%s is a directory, not a limiter's file", path)
+	default:
+		return fmt.Errorf("%s is not a regular file (%v), not a limiter's file", path, st.Mode().Type())
+	}
 }
 
 // ReadFile is Read of a file opened with Open.

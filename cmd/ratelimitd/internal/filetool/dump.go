@@ -23,7 +23,7 @@ type bucketLine struct {
 // name, key and shard. A bucket that is absent is full. It returns the
 // file's contents (whose Problems say what could not be read).
 func Dump(w io.Writer, path string) (*filestate.Contents, error) {
-	c, err := filestate.Read(path)
+	c, err := read(path)
 	if err != nil {
 		return nil, err
 	}

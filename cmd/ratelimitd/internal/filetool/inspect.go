@@ -18,7 +18,7 @@ import (
 // exit code: problems mean damage) or the error that kept it from being
 // read.
 func Inspect(w io.Writer, path string, now time.Time) (*filestate.Contents, error) {
-	c, err := filestate.Read(path)
+	c, err := read(path)
 	if err != nil {
 		return nil, err
 	}

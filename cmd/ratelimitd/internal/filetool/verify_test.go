@@ -31,23 +31,6 @@ func TestVerify(t *testing.T) {
 	if err := Verify(&b, damaged); !errors.Is(err, ErrDamaged) || !strings.HasSuffix(err.Error(), ": 1 problem") {
 		t.Errorf("damaged file: %v, want ErrDamaged, one problem (both checks see the meta page)\n%s", err, b.String())
 	}
-	if err := os.WriteFile(damaged, []byte("not a limiter's file"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := Verify(&b, damaged); !errors.Is(err, ErrDamaged) {
-		t.Errorf("another file: %v, want ErrDamaged", err)
-	}
-	if err := os.WriteFile(damaged, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := Verify(&b, damaged); !errors.Is(err, ErrDamaged) { // Open would take it for a new file (README)
-		t.Errorf("a zero-byte file: %v, want ErrDamaged", err)
-	}
-	for _, p := range []string{path + ".absent", t.TempDir()} { // not checked: neither is a file
-		if err := Verify(&b, p); err == nil || errors.Is(err, ErrDamaged) {
-			t.Errorf("%s: %v, want an error other than ErrDamaged", p, err)
-		}
-	}
 }
 
 // A file a limiter has open is not checked: its pages change under the
