@@ -33,8 +33,11 @@ import (
 // client's timeouts, also one whose caller has given up), then moves the
 // expiries of the changed limits' keys (a limit that an earlier
 // SetLimits removed counts as changed when it comes back with other
-// buckets); an error there is ErrUnavailable, with the new limits in
-// place (see redislimit's caveats).
+// buckets, and a name with no earlier named limit always does: its keys,
+// if any, were written under inline configs); an error there is
+// ErrUnavailable, with the new limits in place. There, a removed
+// limit's keys (and those of shards beyond a lowered Shards) still expire
+// by the config they were written under: see redislimit's caveats.
 func (l *Limiter) SetLimits(limits map[string]Config) error {
 	if l.closed.Load() || l.store == nil {
 		return ErrClosed
@@ -96,14 +99,16 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 		return nil
 	}
 	// A limit's keys expire by the last config it had, also one that a
-	// SetLimits since removed.
+	// SetLimits since removed. A name with no such config may still have
+	// keys, written under inline configs (by this process or another one
+	// on the same servers): their expiries move too.
 	var changed []string
 	for name, d := range defs {
 		o, ok := old[name]
 		if !ok {
 			o, ok = l.retired[name]
 		}
-		if ok && !o.sameBuckets(d) {
+		if !ok || !o.sameBuckets(d) {
 			changed = append(changed, name)
 		}
 	}

@@ -122,8 +122,10 @@ func TestOpenUnreachable(t *testing.T) {
 	if _, err := Open(client, ratelimit.Options{MaxBuckets: 10}); !errors.Is(err, ratelimit.ErrInvalidOptions) {
 		t.Fatal(err)
 	}
-	if _, err := Open(nil, ratelimit.Options{}); !errors.Is(err, ratelimit.ErrInvalidOptions) {
-		t.Fatal(err)
+	for _, c := range []redis.UniversalClient{nil, (*redis.Client)(nil), (*redis.ClusterClient)(nil), (*redis.Ring)(nil)} {
+		if _, err := Open(c, ratelimit.Options{}); !errors.Is(err, ratelimit.ErrInvalidOptions) {
+			t.Errorf("Open(%T(nil)): %v, want ErrInvalidOptions", c, err)
+		}
 	}
 	// A cluster none of whose seeds answers, with or without the check.
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, DialTimeout: 100 * time.Millisecond, MaxRetries: -1})

@@ -29,7 +29,7 @@ import (
 //
 // Close the Limiter, then the client: the Limiter does not close it.
 func Open(client redis.UniversalClient, opts ratelimit.Options, ropts ...Option) (*ratelimit.Limiter, error) {
-	if client == nil {
+	if isNil(client) {
 		return nil, fmt.Errorf("%w: nil Redis client", ratelimit.ErrInvalidOptions)
 	}
 	if opts.Path != "" {
@@ -91,4 +91,20 @@ func loadLibrary(ctx context.Context, client redis.UniversalClient) error {
 		}
 		return nil
 	})
+}
+
+// isNil reports whether client is nil, or a nil pointer of go-redis's
+// client types (a typed nil in the interface).
+func isNil(client redis.UniversalClient) bool {
+	switch c := client.(type) {
+	case nil:
+		return true
+	case *redis.Client:
+		return c == nil
+	case *redis.ClusterClient:
+		return c == nil
+	case *redis.Ring:
+		return c == nil
+	}
+	return false
 }
