@@ -33,8 +33,8 @@ import (
 // client's timeouts, also one whose caller has given up), then moves the
 // expiries of the changed limits' keys (a limit that an earlier
 // SetLimits removed counts as changed when it comes back with other
-// buckets, and a name with no earlier named limit always does: its keys,
-// if any, were written under inline configs); an error there is
+// buckets; a name no limit named before has its keys' expiries moved too,
+// without the wait: inline configs wrote them, if any); an error there is
 // ErrUnavailable, with the new limits in place. There, a removed
 // limit's keys (and those of shards beyond a lowered Shards) still expire
 // by the config they were written under: see redislimit's caveats.
@@ -99,16 +99,19 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 		return nil
 	}
 	// A limit's keys expire by the last config it had, also one that a
-	// SetLimits since removed. A name with no such config may still have
-	// keys, written under inline configs (by this process or another one
-	// on the same servers): their expiries move too.
-	var changed []string
+	// SetLimits since removed. A name with no such config (fresh) may
+	// still have keys, written under inline configs (by this process or
+	// another one on the same servers): their expiries move too.
+	var changed, fresh []string
 	for name, d := range defs {
 		o, ok := old[name]
 		if !ok {
 			o, ok = l.retired[name]
 		}
-		if !ok || !o.sameBuckets(d) {
+		switch {
+		case !ok:
+			fresh = append(fresh, name)
+		case !o.sameBuckets(d):
 			changed = append(changed, name)
 		}
 	}
@@ -123,17 +126,20 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	for name := range defs {
 		delete(l.retired, name)
 	}
-	if len(changed) == 0 {
+	if len(changed)+len(fresh) == 0 {
 		return nil
 	}
-	// A call that resolved a limit before it changed may still write a
-	// bucket under it, with its expiry: wait for those, then move the
-	// expiries.
-	l.gate.wait()
+	if len(changed) > 0 {
+		// A call that resolved a limit before it changed may still write a
+		// bucket under it, with its expiry: wait for those, then move the
+		// expiries. (A call on a fresh name writes under an inline config,
+		// as later ones may: nothing to wait for.)
+		l.gate.wait()
+	}
 	if l.closed.Load() { // while it waited: the store, and maybe its client, are gone
 		return ErrClosed
 	}
-	for _, name := range changed {
+	for _, name := range append(changed, fresh...) {
 		d := defs[name]
 		if err := r.Relimited(name, &d.perShard, d.shards); err != nil {
 			l.unavailable.Add(1)
