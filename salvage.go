@@ -20,8 +20,9 @@ type SalvageReport struct {
 	LogBatches, LogRecords int
 	// Problems lists what could not be read: damaged pages, a snapshot or
 	// log batches that failed their checks, gaps in the log. Empty means
-	// the new file holds exactly what the old one last committed. Every
-	// bucket a problem lost reads as full in the new file: a limiter on it
+	// the new file holds exactly what the old one last committed. A
+	// bucket whose last writes a problem lost reads as an earlier part of
+	// the file left it (as full, when none did): a limiter on the new file
 	// may admit up to one capacity more for those keys.
 	Problems []string
 }
