@@ -33,9 +33,11 @@ import (
 // client's timeouts, also one whose caller has given up), then moves the
 // expiries of the changed limits' keys (a limit that an earlier
 // SetLimits removed counts as changed when it comes back with other
-// buckets; a name no limit named before has its keys' expiries moved too,
-// without the wait: inline configs wrote them, if any); an error there is
-// ErrUnavailable, with the new limits in place. There, a removed
+// buckets; a name no limit named until now, new or back, counts as
+// changed too, since inline configs may have written its keys meanwhile,
+// and the calls it waits for are then those that fell back to its latest
+// inline config); an error there is ErrUnavailable, with the new limits
+// in place. There, a removed
 // limit's keys (and those of shards beyond a lowered Shards) still expire
 // by the config they were written under: see redislimit's caveats.
 func (l *Limiter) SetLimits(limits map[string]Config) error {
@@ -99,20 +101,32 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 		return nil
 	}
 	// A limit's keys expire by the last config it had, also one that a
-	// SetLimits since removed. A name with no such config (fresh) may
-	// still have keys, written under inline configs (by this process or
-	// another one on the same servers): their expiries move too.
-	var changed, fresh []string
+	// SetLimits since removed. A name not named until now (new, or back
+	// after a removal) may also have keys written under inline configs
+	// meanwhile (by this process or another one on the same servers):
+	// their expiries move too, whatever config it comes with.
+	var relimit []string
+	wait := false
 	for name, d := range defs {
-		o, ok := old[name]
-		if !ok {
-			o, ok = l.retired[name]
+		o, current := old[name]
+		if current && o.sameBuckets(d) {
+			continue
 		}
-		switch {
-		case !ok:
-			fresh = append(fresh, name)
-		case !o.sameBuckets(d):
-			changed = append(changed, name)
+		relimit = append(relimit, name)
+		known := current // an earlier named config: current, or retired
+		if !current {
+			o, known = l.retired[name]
+		}
+		// A call that resolved the name to its earlier config may still
+		// write a key under it, with that config's expiry: wait for those,
+		// then move the expiries. That is a named config that changed, or
+		// the latest inline one, which a call without a Config falls back
+		// to while no limit names it. (A call that carries its inline
+		// Config writes as later ones may: nothing to wait for.)
+		if known && !o.sameBuckets(d) {
+			wait = true
+		} else if _, inline := l.inlineByName.Load(name); inline && !current {
+			wait = true
 		}
 	}
 	for name, o := range old {
@@ -126,20 +140,16 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	for name := range defs {
 		delete(l.retired, name)
 	}
-	if len(changed)+len(fresh) == 0 {
+	if len(relimit) == 0 {
 		return nil
 	}
-	if len(changed) > 0 {
-		// A call that resolved a limit before it changed may still write a
-		// bucket under it, with its expiry: wait for those, then move the
-		// expiries. (A call on a fresh name writes under an inline config,
-		// as later ones may: nothing to wait for.)
+	if wait {
 		l.gate.wait()
 	}
 	if l.closed.Load() { // while it waited: the store, and maybe its client, are gone
 		return ErrClosed
 	}
-	for _, name := range append(changed, fresh...) {
+	for _, name := range relimit {
 		d := defs[name]
 		if err := r.Relimited(name, &d.perShard, d.shards); err != nil {
 			l.unavailable.Add(1)

@@ -254,7 +254,7 @@ func TestSetLimitsRelimitsALimitAddedBack(t *testing.T) {
 		{map[string]Config{"a": tokenBucket(1, 10), "b": tokenBucket(10, 10)}, []string{"a"}}, // back, changed
 		{map[string]Config{"a": tokenBucket(1, 10), "b": tokenBucket(10, 10)}, nil},           // the same again
 		{map[string]Config{"a": tokenBucket(1, 10)}, nil},                                     // "b" removed
-		{map[string]Config{"a": tokenBucket(1, 10), "b": tokenBucket(10, 10)}, nil},           // back, as it was
+		{map[string]Config{"a": tokenBucket(1, 10), "b": tokenBucket(10, 10)}, []string{"b"}}, // back, as it was: inline configs may have written it meanwhile
 		{map[string]Config{"a": tokenBucket(1, 10), "c": tokenBucket(5, 5)}, []string{"c"}},   // "c" never named: keys of inline configs, if any
 	}
 	for i, step := range steps {
@@ -266,6 +266,45 @@ func TestSetLimitsRelimitsALimitAddedBack(t *testing.T) {
 		if got := after[len(before):]; !slices.Equal(got, step.want) {
 			t.Errorf("step %d: relimited %q, want %q", i, got, step.want)
 		}
+	}
+}
+
+// On a shared store, SetLimits naming a name that calls have used with
+// inline configs waits for a call that resolved the name without a
+// Config (falling back to the latest inline config) before it moves the
+// keys' expiries: that call writes its key under the inline config.
+func TestSetLimitsWaitsForCallsOnAnInlineName(t *testing.T) {
+	fs := newBlockingStore()
+	l, err := openOn(Options{}, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	inline := tokenBucket(1, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { _, err := l.Limit(ctx, Request{Name: "b", Key: "k", Config: &inline}); first <- err }()
+	<-fs.entered
+	cancel() // abandoned: its call stays in the store
+	<-first
+	held := make(chan error, 1)
+	go func() { _, err := l.Limit(context.Background(), Request{Name: "b", Key: "k"}); held <- err }()
+	<-fs.entered
+	waiting := make(chan struct{})
+	l.gate.waiting = func() { close(waiting) }
+	set := make(chan error, 1)
+	go func() { set <- l.SetLimits(map[string]Config{"b": tokenBucket(1, 100)}) }()
+	select {
+	case err := <-set:
+		t.Fatalf("SetLimits returned (%v) while a call that resolved b to its inline config was under way", err)
+	case <-waiting:
+	}
+	close(fs.release)
+	if err := errors.Join(<-held, <-set); err != nil {
+		t.Fatal(err)
+	}
+	if got, names := fs.relimits(); !slices.Equal(got, []int32{0}) || !slices.Equal(names, []string{"b"}) {
+		t.Fatalf("Relimited %q while the store held %v calls, want b once with none", names, got)
 	}
 }
 

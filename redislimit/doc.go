@@ -171,8 +171,9 @@
 //     limit's keys and moves their expiries to when each is full under the
 //     new limit, never earlier (a function call per slot and batch of
 //     keys): it takes as long as the slowest of those calls and the scan.
-//     A name SetLimits names for the first time counts as changed: its
-//     keys, if any, were written under inline configs.
+//     A name SetLimits names that no limit named until then (new, or back
+//     after a removal) counts as changed: inline configs may have written
+//     its keys meanwhile.
 //   - The keys of a limit SetLimits removes, and of the shards beyond a
 //     limit's lowered Shards, keep the expiry of the config they were
 //     written under, so Redis memory still follows active keys. If the

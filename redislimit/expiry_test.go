@@ -148,55 +148,63 @@ func otherKeyOnTag(name, key string) string {
 	}
 }
 
-// A name first used with inline configs, then named by SetLimits with a
-// slower refill: its keys, written under the inline config's expiry, are
-// kept as the named limit reads them, as in memory, on the limiter's
+// A name used with inline configs while no limit names it, then named by
+// SetLimits with a slower refill (for the first time, or again as it was
+// before a removal): its keys, written under the inline config's expiry,
+// are kept as the named limit reads them, as in memory, on the limiter's
 // clock and on the servers'.
 func TestSetLimitsNamesAnInlineLimit(t *testing.T) {
-	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
-		ctx := context.Background()
-		inline := ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: 10, Period: S}
-		named := map[string]ratelimit.Config{"x": {Kind: ratelimit.TokenBucket, Rate: 10, Period: H}}
-		clk := newFakeClock(t0)
-		mem, err := ratelimit.Open(ratelimit.Options{Now: clk.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer mem.Close()
-		red := open(t, client, ratelimit.Options{Now: clk.Now})
-		ls := map[string]*ratelimit.Limiter{"memory": mem, "redis": red}
-		for name, l := range ls {
-			if st, err := l.Limit(ctx, ratelimit.Request{Name: "x", Key: "k", Count: 10, Config: &inline}); err != nil || !st.OK {
-				t.Fatalf("%s: %+v %v", name, st, err)
-			}
-		}
-		clk.Advance(S / 2)
-		for name, l := range ls {
-			if err := l.SetLimits(named); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-		}
-		clk.Advance(2 * S)                           // past when the inline config would have refilled it
-		red.Value(ctx, "x", otherKeyOnTag("x", "k")) // a call on the tag sweeps what is due
-		for name, l := range ls {
-			if st, err := l.Limit(ctx, ratelimit.Request{Name: "x", Key: "k", Count: 10}); err != nil || st.OK {
-				t.Errorf("%s: take 10 under the named limit: %+v %v, want a denial (about 5 tokens refilled, at 10 an hour)", name, st, err)
-			}
-		}
-		// the servers' clock: the inline config fills the key in a second, the named limit in an hour
-		prefix := testPrefix(t) + "s"
-		l := openPrefix(t, client, prefix, ratelimit.Options{})
-		if st, err := l.Limit(ctx, ratelimit.Request{Name: "x", Key: "k", Count: 10, Config: &inline}); err != nil || !st.OK {
-			t.Fatal(st, err)
-		}
-		if err := l.SetLimits(named); err != nil {
-			t.Fatal(err)
-		}
-		key := keyOf(prefix, "x", "k")
-		if ttl := clientOf(t, client, key).PTTL(ctx, key).Val(); ttl < 30*time.Minute {
-			t.Fatalf("the key expires in %v, before the named limit fills it (an hour)", ttl)
-		}
-	})
+	inline := ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: 10, Period: S}
+	named := map[string]ratelimit.Config{"x": {Kind: ratelimit.TokenBucket, Rate: 10, Period: H}}
+	for _, c := range []struct {
+		name   string
+		limits map[string]ratelimit.Config // at Open; SetLimits removes them before the inline use
+	}{
+		{"never named", nil},
+		{"named, removed, named again as it was", named},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+				ctx := context.Background()
+				clk := newFakeClock(t0)
+				mem, err := ratelimit.Open(ratelimit.Options{Now: clk.Now, Limits: c.limits})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer mem.Close()
+				red := open(t, client, ratelimit.Options{Now: clk.Now, Limits: c.limits})
+				prefix := testPrefix(t) + "s" // the servers' clock
+				srv := openPrefix(t, client, prefix, ratelimit.Options{Limits: c.limits})
+				ls := map[string]*ratelimit.Limiter{"memory": mem, "redis": red, "servers' clock": srv}
+				for name, l := range ls {
+					if err := l.SetLimits(nil); err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					if st, err := l.Limit(ctx, ratelimit.Request{Name: "x", Key: "k", Count: 10, Config: &inline}); err != nil || !st.OK {
+						t.Fatalf("%s: %+v %v", name, st, err)
+					}
+				}
+				clk.Advance(S / 2)
+				for name, l := range ls {
+					if err := l.SetLimits(named); err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+				}
+				clk.Advance(2 * S)                           // past when the inline config would have refilled it
+				red.Value(ctx, "x", otherKeyOnTag("x", "k")) // a call on the tag sweeps what is due
+				for _, name := range []string{"memory", "redis"} {
+					if st, err := ls[name].Limit(ctx, ratelimit.Request{Name: "x", Key: "k", Count: 10}); err != nil || st.OK {
+						t.Errorf("%s: take 10 under the named limit: %+v %v, want a denial (about 5 tokens refilled, at 10 an hour)", name, st, err)
+					}
+				}
+				// the inline config fills the key in a second, the named limit in an hour
+				key := keyOf(prefix, "x", "k")
+				if ttl := clientOf(t, client, key).PTTL(ctx, key).Val(); ttl < 30*time.Minute {
+					t.Errorf("servers' clock: the key expires in %v, before the named limit fills it (an hour)", ttl)
+				}
+			})
+		})
+	}
 }
 
 // TestSetLimitsMovesExpiries: after SetLimits raises a capacity (so the

@@ -11,7 +11,7 @@ var (
 	// ErrCorrupt: the file is not a bbolt file, is a bbolt file written by
 	// something else, or holds a batch or page that fails validation.
 	ErrCorrupt = errors.New("wal: corrupt data")
-	// ErrVersion: the file or a batch was written by a newer format version.
+	// ErrVersion: the file was written by a newer format version.
 	ErrVersion = errors.New("wal: unsupported format version")
 	// ErrFailed: a commit failed; the log is unusable from then on.
 	ErrFailed = errors.New("wal: log failed")
