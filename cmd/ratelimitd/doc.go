@@ -160,8 +160,9 @@
 //	ratelimitd salvage FILE NEW  what can be read of a damaged file, into a new one, with a report of what was lost
 //
 // Each exits 0 when done (verify: sound), 1 when the file is damaged
-// (salvage still writes the new file), 2 when it could not run (no such
-// file, not a regular file, not a limiter's file at all, a newer format).
+// (salvage: when its report lists something lost; it still writes the new
+// file), 2 when it could not run (no such file, not a regular file, not a
+// limiter's file at all, a newer format).
 //
 // They refuse a file a running ratelimitd has open; back it up through the
 // admin port and use the copy.

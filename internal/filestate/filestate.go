@@ -67,8 +67,8 @@ func Read(path string) (*Contents, error) {
 // Open opens the file at path for reading, holding a shared lock on it
 // until it is closed, so that no limiter writes it meanwhile; the error
 // wraps wal.ErrLocked while a limiter has the file open. Anything but a
-// regular file (a directory, a FIFO, a device) is refused: it is checked
-// before opening too, since opening a FIFO waits for a writer.
+// regular file (a directory, a FIFO, a device) is refused, and never
+// waited on (opening a FIFO for reading waits for a writer).
 func Open(path string) (*os.File, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -77,7 +77,7 @@ func Open(path string) (*os.File, error) {
 	if err := regular(path, st); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return nil, err
 	}
