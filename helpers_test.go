@@ -385,6 +385,7 @@ type blockingStore struct {
 	mu               sync.Mutex
 	relimitedUnder   []int32
 	relimitedNames   []string
+	relimitErr       error // what Relimited returns (then recording nothing) while set
 }
 
 func newBlockingStore() *blockingStore {
@@ -420,9 +421,19 @@ func (s *blockingStore) Decide(ctx context.Context, c *actor.Call) (bool, error)
 func (s *blockingStore) Relimited(name string, _ *bucket.Limit, _ int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.relimitErr != nil {
+		return s.relimitErr
+	}
 	s.relimitedUnder = append(s.relimitedUnder, s.under.Load())
 	s.relimitedNames = append(s.relimitedNames, name)
 	return nil
+}
+
+// failRelimits makes Relimited return err (nil: succeed again).
+func (s *blockingStore) failRelimits(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.relimitErr = err
 }
 
 // relimits returns what Relimited recorded: the calls held, and the

@@ -44,6 +44,7 @@ type Limiter struct {
 	limitsMu    sync.Mutex           // one SetLimits at a time
 	limitsGen   uint64               // SetLimits calls made; guarded by limitsMu
 	retired     map[string]*limitDef // on a shared store, the last config of each named limit SetLimits removed; guarded by limitsMu
+	unrelimited map[string]bool      // on a shared store, names whose keys a SetLimits failed to relimit; guarded by limitsMu
 	unavailable atomic.Uint64        // requests answered with ErrUnavailable
 	lastSnap    atomic.Int64         // Unix nanoseconds of the last snapshot (or Open)
 	snapBytes   atomic.Int64         // log bytes written when the last snapshot began (minus the tail recovered at Open)

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
@@ -27,19 +28,19 @@ import (
 // one. Limits carried inline by requests are not affected. Safe for
 // concurrent use; SetLimits calls are serialised.
 //
-// On Redis, where a bucket's key expires by the limit it was written
-// under, SetLimits first waits for the calls under way that may still
-// write a key under a limit it changed (each bounded by the Redis
-// client's timeouts, also one whose caller has given up), then moves the
-// expiries of the changed limits' keys (a limit that an earlier
-// SetLimits removed counts as changed when it comes back with other
-// buckets; a name no limit named until now, new or back, counts as
-// changed too, since inline configs may have written its keys meanwhile,
-// and the calls it waits for are then those that fell back to its latest
-// inline config); an error there is ErrUnavailable, with the new limits
-// in place. There, a removed
-// limit's keys (and those of shards beyond a lowered Shards) still expire
-// by the config they were written under: see redislimit's caveats.
+// On Redis, where a bucket's key expires by the config it was written
+// under, SetLimits also moves the expiries of the keys whose config
+// changes for calls without a Config: a named limit that changed, a name
+// named now that was not before (new, or back after a removal: inline
+// configs may have written its keys), and a removed limit's name that
+// falls back to its latest inline config. It first waits for the calls
+// under way that may still write such a key under the earlier config
+// (each bounded by the Redis client's timeouts, also one whose caller has
+// given up). An error there is ErrUnavailable, with the new limits in
+// place; the next SetLimits moves those names' expiries again. The keys
+// of a removed limit with no inline config (and those of shards beyond a
+// lowered Shards) still expire by the config they were written under: see
+// redislimit's caveats.
 func (l *Limiter) SetLimits(limits map[string]Config) error {
 	if l.closed.Load() || l.store == nil {
 		return ErrClosed
@@ -94,7 +95,8 @@ func (l *Limiter) SetLimits(limits map[string]Config) error {
 // relimitShared has a shared store whose buckets expire by the limit they
 // were written under move the expiries of the limits that changed. The
 // new limits serve already; an error (ErrUnavailable) means some keys may
-// still expire by the old ones.
+// still expire by the old ones, and the next SetLimits tries those again.
+// Called with limitsMu held.
 func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	r, ok := l.store.(store.Relimiter)
 	if !ok {
@@ -104,15 +106,17 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	// SetLimits since removed. A name not named until now (new, or back
 	// after a removal) may also have keys written under inline configs
 	// meanwhile (by this process or another one on the same servers):
-	// their expiries move too, whatever config it comes with.
-	var relimit []string
+	// their expiries move too, whatever config it comes with. So do those
+	// of a name an earlier SetLimits failed to move.
+	var jobs []*limitDef
 	wait := false
 	for name, d := range defs {
 		o, current := old[name]
-		if current && o.sameBuckets(d) {
+		retry := l.unrelimited[name]
+		if current && o.sameBuckets(d) && !retry {
 			continue
 		}
-		relimit = append(relimit, name)
+		jobs = append(jobs, d)
 		known := current // an earlier named config: current, or retired
 		if !current {
 			o, known = l.retired[name]
@@ -123,10 +127,24 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 		// the latest inline one, which a call without a Config falls back
 		// to while no limit names it. (A call that carries its inline
 		// Config writes as later ones may: nothing to wait for.)
-		if known && !o.sameBuckets(d) {
-			wait = true
-		} else if _, inline := l.inlineByName.Load(name); inline && !current {
-			wait = true
+		_, inline := l.inlineByName.Load(name)
+		wait = wait || retry || known && !o.sameBuckets(d) || inline && !current
+	}
+	// A name no limit names from now on, with an inline config, falls
+	// back to that config (for a call without one), which then reads the
+	// keys the removed limit wrote.
+	for name, o := range old {
+		if _, ok := defs[name]; !ok {
+			if in := l.inlineOf(name); in != nil && (!o.sameBuckets(in) || l.unrelimited[name]) {
+				jobs, wait = append(jobs, in), true
+			}
+		}
+	}
+	for name := range l.unrelimited { // and not named before this call either
+		if _, ok := defs[name]; !ok && old[name] == nil {
+			if in := l.inlineOf(name); in != nil {
+				jobs, wait = append(jobs, in), true
+			}
 		}
 	}
 	for name, o := range old {
@@ -140,21 +158,39 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	for name := range defs {
 		delete(l.retired, name)
 	}
-	if len(relimit) == 0 {
+	clear(l.unrelimited)
+	if len(jobs) == 0 {
 		return nil
 	}
 	if wait {
 		l.gate.wait()
 	}
-	if l.closed.Load() { // while it waited: the store, and maybe its client, are gone
-		return ErrClosed
-	}
-	for _, name := range relimit {
-		d := defs[name]
-		if err := r.Relimited(name, &d.perShard, d.shards); err != nil {
-			l.unavailable.Add(1)
-			return fmt.Errorf("%w: limit %q: moving its buckets' expiries to the new limit: %w", ErrUnavailable, name, err)
+	for i, d := range jobs {
+		err := ErrClosed
+		if !l.closed.Load() { // while it waited: the store, and maybe its client, are gone
+			err = r.Relimited(d.name, &d.perShard, d.shards)
 		}
+		if err != nil {
+			if l.unrelimited == nil {
+				l.unrelimited = make(map[string]bool)
+			}
+			for _, d := range jobs[i:] {
+				l.unrelimited[d.name] = true
+			}
+			if errors.Is(err, ErrClosed) {
+				return err
+			}
+			l.unavailable.Add(1)
+			return fmt.Errorf("%w: limit %q: moving its buckets' expiries to the new limit: %w", ErrUnavailable, d.name, err)
+		}
+	}
+	return nil
+}
+
+// inlineOf is name's latest inline config, or nil.
+func (l *Limiter) inlineOf(name string) *limitDef {
+	if v, ok := l.inlineByName.Load(name); ok {
+		return v.(*limitDef)
 	}
 	return nil
 }

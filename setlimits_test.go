@@ -308,6 +308,69 @@ func TestSetLimitsWaitsForCallsOnAnInlineName(t *testing.T) {
 	}
 }
 
+// On a shared store, a SetLimits whose relimit failed (ErrUnavailable)
+// leaves those names to the next SetLimits, which relimits them even with
+// the same limits: their keys still expire by the old ones.
+func TestSetLimitsRetriesAFailedRelimit(t *testing.T) {
+	fs := newBlockingStore()
+	close(fs.release)
+	l, err := openOn(Options{Limits: map[string]Config{"a": tokenBucket(10, 10)}}, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	next := map[string]Config{"a": tokenBucket(1, 10), "b": tokenBucket(1, 10)}
+	fs.failRelimits(errors.New("server down"))
+	if err := l.SetLimits(next); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("SetLimits: %v, want ErrUnavailable", err)
+	}
+	fs.failRelimits(nil)
+	if err := l.SetLimits(next); err != nil {
+		t.Fatal(err)
+	}
+	_, names := fs.relimits()
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"a", "b"}) {
+		t.Fatalf("the same limits again: relimited %q, want [a b]", names)
+	}
+	if err := l.SetLimits(next); err != nil {
+		t.Fatal(err)
+	}
+	if _, again := fs.relimits(); len(again) != 2 {
+		t.Fatalf("relimited %q after a SetLimits that changed nothing", again[2:])
+	}
+}
+
+// On a shared store, removing a limit whose name has an inline config
+// relimits the name under that config: a call without a Config falls back
+// to it from then on, and reads the keys the removed limit wrote.
+func TestSetLimitsRemovingALimitFallsBackToInline(t *testing.T) {
+	fs := newBlockingStore()
+	close(fs.release)
+	go func() {
+		for range fs.entered {
+		}
+	}()
+	l, err := openOn(Options{Limits: map[string]Config{"a": tokenBucket(10, 10)}}, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	inline := tokenBucket(1, 10)
+	if _, err := l.Limit(context.Background(), Request{Name: "a", Key: "o", Config: &inline}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetLimits(nil); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := l.Config("a"); c.Rate != inline.Rate {
+		t.Fatalf("a now resolves to %+v, want its inline config", c)
+	}
+	if _, names := fs.relimits(); !slices.Equal(names, []string{"a"}) {
+		t.Fatalf("relimited %q after the removal, want [a]", names)
+	}
+}
+
 // A SetLimits that waits for calls on a shared store while the limiter
 // closes returns ErrClosed, and moves no expiries through the store.
 func TestSetLimitsClosedWhileWaiting(t *testing.T) {

@@ -179,5 +179,9 @@
 //     written under, so Redis memory still follows active keys. If the
 //     limit comes back after a key expired, that bucket reads full; in
 //     memory (and on a file) the bucket would be kept, and read again.
+//   - A request that carries an inline Config writes its key with that
+//     config's expiry, also on a name a limit names: the bucket is gone
+//     once full under it (in memory, too, a sweep drops a bucket full
+//     under the config that last wrote it).
 //   - Close does not close the client.
 package redislimit
