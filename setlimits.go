@@ -127,16 +127,23 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 		// the latest inline one, which a call without a Config falls back
 		// to while no limit names it. (A call that carries its inline
 		// Config writes as later ones may: nothing to wait for.)
+		// A name retried from a failed SetLimits needs no wait of its own:
+		// that one waited, if it had to, before it failed, and the calls
+		// since resolved the config it set.
 		_, inline := l.inlineByName.Load(name)
-		wait = wait || retry || known && !o.sameBuckets(d) || inline && !current
+		wait = wait || known && !o.sameBuckets(d) || inline && !current
 	}
 	// A name no limit names from now on, with an inline config, falls
 	// back to that config (for a call without one), which then reads the
 	// keys the removed limit wrote.
 	for name, o := range old {
 		if _, ok := defs[name]; !ok {
-			if in := l.inlineOf(name); in != nil && (!o.sameBuckets(in) || l.unrelimited[name]) {
+			switch in := l.inlineOf(name); {
+			case in == nil:
+			case !o.sameBuckets(in):
 				jobs, wait = append(jobs, in), true
+			case l.unrelimited[name]:
+				jobs = append(jobs, in) // calls under way resolved o: the same expiries
 			}
 		}
 	}

@@ -310,10 +310,10 @@ func TestSetLimitsWaitsForCallsOnAnInlineName(t *testing.T) {
 
 // On a shared store, a SetLimits whose relimit failed (ErrUnavailable)
 // leaves those names to the next SetLimits, which relimits them even with
-// the same limits: their keys still expire by the old ones.
+// the same limits (their keys still expire by the old ones), without
+// waiting for the calls under way: they resolved the limits it set.
 func TestSetLimitsRetriesAFailedRelimit(t *testing.T) {
 	fs := newBlockingStore()
-	close(fs.release)
 	l, err := openOn(Options{Limits: map[string]Config{"a": tokenBucket(10, 10)}}, fs)
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +325,26 @@ func TestSetLimitsRetriesAFailedRelimit(t *testing.T) {
 		t.Fatalf("SetLimits: %v, want ErrUnavailable", err)
 	}
 	fs.failRelimits(nil)
+	limited := make(chan error, 1)
+	go func() {
+		_, err := l.Limit(context.Background(), Request{Name: "a", Key: "k"})
+		limited <- err
+	}()
+	<-fs.entered // a call under way, under the limits the failed SetLimits set
+	waited := false
+	l.gate.waiting = func() {
+		waited = true
+		close(fs.release)
+	}
 	if err := l.SetLimits(next); err != nil {
+		t.Fatal(err)
+	}
+	if waited {
+		t.Error("the retry waited for a call that resolved the limits it retries")
+	} else {
+		close(fs.release)
+	}
+	if err := <-limited; err != nil {
 		t.Fatal(err)
 	}
 	_, names := fs.relimits()
