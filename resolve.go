@@ -24,8 +24,8 @@ func (l *Limiter) resolveIn(named *map[string]*limitDef, name string, inline *Co
 	if d, ok := namedIn(named, name); ok {
 		return d, nil
 	}
-	if d, ok := l.inlineByName.Load(name); ok {
-		return d.(*limitDef), nil
+	if d := l.inlineOf(name); d != nil {
+		return d, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownLimit, name)
 }
@@ -52,6 +52,14 @@ func keyOf(name string, c Config) inlineKey {
 		k.startSec, k.startNsec = c.Start.Unix(), c.Start.Nanosecond()
 	}
 	return k
+}
+
+// inlineOf is name's latest inline config (see inlineDef), or nil.
+func (l *Limiter) inlineOf(name string) *limitDef {
+	if v, ok := l.inlineByName.Load(name); ok {
+		return v.(*limitDef)
+	}
+	return nil
 }
 
 // inlineDef validates an inline config once (also against a store that

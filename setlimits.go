@@ -112,8 +112,7 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 	wait := false
 	for name, d := range defs {
 		o, current := old[name]
-		retry := l.unrelimited[name]
-		if current && o.sameBuckets(d) && !retry {
+		if current && o.sameBuckets(d) && !l.unrelimited[name] {
 			continue
 		}
 		jobs = append(jobs, d)
@@ -126,40 +125,36 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 		// then move the expiries. That is a named config that changed, or
 		// the latest inline one, which a call without a Config falls back
 		// to while no limit names it. (A call that carries its inline
-		// Config writes as later ones may: nothing to wait for.)
-		// A name retried from a failed SetLimits needs no wait of its own:
-		// that one waited, if it had to, before it failed, and the calls
-		// since resolved the config it set.
-		_, inline := l.inlineByName.Load(name)
-		wait = wait || known && !o.sameBuckets(d) || inline && !current
+		// Config writes as later ones may: nothing to wait for. Nor does a
+		// name retried from a failed SetLimits need a wait of its own:
+		// that one waited, if it had to, and the calls since resolved the
+		// config it set.)
+		wait = wait || known && !o.sameBuckets(d) || !current && l.inlineOf(name) != nil
 	}
 	// A name no limit names from now on, with an inline config, falls
 	// back to that config (for a call without one), which then reads the
 	// keys the removed limit wrote.
 	for name, o := range old {
-		if _, ok := defs[name]; !ok {
-			switch in := l.inlineOf(name); {
-			case in == nil:
-			case !o.sameBuckets(in):
-				jobs, wait = append(jobs, in), true
-			case l.unrelimited[name]:
-				jobs = append(jobs, in) // calls under way resolved o: the same expiries
-			}
+		if _, ok := defs[name]; ok {
+			continue
 		}
+		switch in := l.inlineOf(name); {
+		case in == nil:
+		case !o.sameBuckets(in):
+			jobs, wait = append(jobs, in), true
+		case l.unrelimited[name]:
+			jobs = append(jobs, in) // calls under way resolved o: the same expiries
+		}
+		if l.retired == nil {
+			l.retired = make(map[string]*limitDef)
+		}
+		l.retired[name] = o
 	}
 	for name := range l.unrelimited { // and not named before this call either
 		if _, ok := defs[name]; !ok && old[name] == nil {
 			if in := l.inlineOf(name); in != nil {
 				jobs, wait = append(jobs, in), true
 			}
-		}
-	}
-	for name, o := range old {
-		if _, ok := defs[name]; !ok {
-			if l.retired == nil {
-				l.retired = make(map[string]*limitDef)
-			}
-			l.retired[name] = o
 		}
 	}
 	for name := range defs {
@@ -190,14 +185,6 @@ func (l *Limiter) relimitShared(old, defs map[string]*limitDef) error {
 			l.unavailable.Add(1)
 			return fmt.Errorf("%w: limit %q: moving its buckets' expiries to the new limit: %w", ErrUnavailable, d.name, err)
 		}
-	}
-	return nil
-}
-
-// inlineOf is name's latest inline config, or nil.
-func (l *Limiter) inlineOf(name string) *limitDef {
-	if v, ok := l.inlineByName.Load(name); ok {
-		return v.(*limitDef)
 	}
 	return nil
 }
