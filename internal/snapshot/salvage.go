@@ -79,11 +79,12 @@ func Salvage(headValue []byte, chunks []wal.Entry, truncated uint64, fn func(wal
 			foreign = true
 		}
 	}
-	if foreign && h.version == 1 {
-		return h.pos, 0, errors.Join(append(problems, fmt.Errorf("%w: the chunks are not all the snapshot's: none is kept", ErrCorrupt))...)
-	}
 	if foreign {
-		return h.pos, 0, errors.Join(append(problems, fmt.Errorf("%w: more records than the snapshot holds: none is kept", ErrCorrupt))...)
+		why := "more records than the snapshot holds"
+		if h.version == 1 {
+			why = "the chunks are not all the snapshot's"
+		}
+		return h.pos, 0, errors.Join(append(problems, fmt.Errorf("%w: %s: none is kept", ErrCorrupt, why))...)
 	}
 	for _, r := range recs {
 		fn(r)
