@@ -70,18 +70,12 @@ func Read(path string) (*Contents, error) {
 // regular file (a directory, a FIFO, a device) is refused, and never
 // waited on (opening a FIFO for reading waits for a writer).
 func Open(path string) (*os.File, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := regular(path, st); err != nil {
-		return nil, err
-	}
 	f, err := openRead(path)
 	if err != nil {
 		return nil, err
 	}
-	if st, err = f.Stat(); err == nil {
+	st, err := f.Stat()
+	if err == nil {
 		err = regular(path, st)
 	}
 	if err != nil {

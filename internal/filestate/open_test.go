@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// openRead does not wait for a writer on a FIFO, so that a FIFO swapped
-// in after Open's check is refused too rather than waited on.
+// openRead does not wait for a writer on a FIFO, so that Open refuses
+// one rather than wait on it.
 func TestOpenReadDoesNotWaitOnAFIFO(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

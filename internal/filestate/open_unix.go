@@ -8,7 +8,7 @@ import (
 )
 
 // openRead opens path for reading without waiting for a writer should it
-// be a FIFO (swapped in after Open checked it): Open then refuses it.
+// be a FIFO: Open then refuses it.
 func openRead(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }

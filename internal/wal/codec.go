@@ -136,8 +136,9 @@ func EncodeBatch(dst []byte, recs []Record) []byte {
 
 // DecodeBatch validates batch (header, length, checksum, and every record's
 // framing) and then calls fn with each record in order. If validation fails
-// it returns an error wrapping ErrCorrupt and fn is never called. An error from fn stops decoding and is
-// returned unchanged. DecodeBatch never panics on any input.
+// it returns an error wrapping ErrCorrupt and fn is never called. An error
+// from fn stops decoding and is returned unchanged. DecodeBatch never
+// panics on any input.
 func DecodeBatch(batch []byte, fn func(Record) error) error {
 	payload, _, err := checkBatch(batch)
 	if err != nil {
