@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,10 +150,10 @@ func (lc *loadClient) run(ctx context.Context, n int, warmup, dur time.Duration,
 	}
 	sleepCtx(ctx, warmup)
 	measuring.Store(true)
-	t0, cpu0, svc0 := time.Now(), cputime.Process(), procCPU(pid)
+	t0, cpu0, svc0 := time.Now(), cputime.Process(), cputime.Of(pid)
 	sleepCtx(ctx, dur)
 	measuring.Store(false)
-	elapsed, cpu1, svc1 := time.Since(t0), cputime.Process(), procCPU(pid)
+	elapsed, cpu1, svc1 := time.Since(t0), cputime.Process(), cputime.Of(pid)
 	stop.Store(true)
 	wg.Wait()
 
@@ -178,40 +176,6 @@ func (lc *loadClient) run(ctx context.Context, n int, warmup, dur time.Duration,
 		r.FirstError = ctx.Err().Error()
 	}
 	return r
-}
-
-// procCPU is the user + system CPU time of process pid so far, read from
-// /proc/PID/stat (in clock ticks, taken as 100 a second); 0 if pid is 0
-// or it cannot be read.
-func procCPU(pid int) time.Duration {
-	if pid == 0 {
-		return 0
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	return parseProcStatCPU(string(b))
-}
-
-// parseProcStatCPU reads utime + stime (fields 14 and 15) of a
-// /proc/PID/stat line; the command name, field 2, may hold blanks and
-// parentheses, so fields are counted after its last ')'.
-func parseProcStatCPU(stat string) time.Duration {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	return time.Duration(ut+st) * (time.Second / 100)
 }
 
 // nearestRank is the q-quantile of sorted in ns (nearest rank), 0 if

@@ -332,16 +332,3 @@ func TestServiceEndToEnd(t *testing.T) {
 		}
 	}
 }
-
-func TestParseProcStatCPU(t *testing.T) {
-	stat := "4242 (rate limit) d) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0 100 1000 10 18446744073709551615\n"
-	if got := parseProcStatCPU(stat); got != 3250*time.Millisecond {
-		t.Errorf("parseProcStatCPU = %v, want 3.25s", got)
-	}
-	if got := parseProcStatCPU("garbage"); got != 0 {
-		t.Errorf("parseProcStatCPU(garbage) = %v", got)
-	}
-	if got := procCPU(os.Getpid()); got < 0 {
-		t.Errorf("procCPU(self) = %v", got)
-	}
-}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed7fbd42b6/ratelimit"
+	"github.com/seed7fbd42b6/ratelimit/internal/cputime"
 	"github.com/seed7fbd42b6/ratelimit/internal/redistest"
 )
 
@@ -137,11 +137,11 @@ var benchLimit = ratelimit.Config{Kind: ratelimit.TokenBucket, Rate: 1000, Perio
 
 func runDrive(b *testing.B, callers int, op func(ctx context.Context, caller int, rng *rand.Rand) (int, error)) {
 	b.ReportAllocs()
-	redis0, self0 := processCPU(benchServer.s.Pid()), selfCPU()
+	redis0, self0 := cputime.Of(benchServer.s.Pid()), cputime.Process()
 	b.ResetTimer()
 	r := Drive(callers, 0, max(b.N, callers), op)
 	b.StopTimer()
-	redisCPU, goCPU := processCPU(benchServer.s.Pid())-redis0, selfCPU()-self0
+	redisCPU, goCPU := cputime.Of(benchServer.s.Pid())-redis0, cputime.Process()-self0
 	b.ReportMetric(r.PerSecond(), "decisions/s")
 	b.ReportMetric(float64(r.P99().Microseconds()), "p99-us")
 	// CPU per decision, of the server and of this process: what a
@@ -255,23 +255,4 @@ func benchOptions() []Option {
 		o = append(o, withoutMerge())
 	}
 	return o
-}
-
-// processCPU is the CPU time (user and system) process pid has used.
-func processCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	u, _ := strconv.Atoi(f[11])
-	s, _ := strconv.Atoi(f[12])
-	return time.Duration(u+s) * time.Second / 100 // clock ticks (USER_HZ)
-}
-
-// selfCPU is the CPU time this process has used.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

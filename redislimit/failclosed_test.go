@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,8 +53,10 @@ func TestStoppedServer(t *testing.T) {
 			if how == "killed" {
 				srv.Kill()
 			} else {
-				srv.Signal(syscall.SIGSTOP)
-				defer srv.Signal(syscall.SIGCONT)
+				if err := srv.Pause(); err != nil {
+					t.Skip(err)
+				}
+				defer srv.Resume()
 			}
 			errs, granted := everyCall(l)
 			if granted {

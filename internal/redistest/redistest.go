@@ -313,9 +313,18 @@ func do(network, addr string, args ...string) (string, error) {
 	return "", fmt.Errorf("redistest: unsupported reply %q", line)
 }
 
-// Signal sends sig to the running server (SIGSTOP, to make it hang, and
-// SIGCONT); it fails when the server is not running.
-func (s *Server) Signal(sig os.Signal) error {
+// Pause makes the running server hang (SIGSTOP where signals stop
+// processes): connections stay open and nothing answers until Resume.
+// It fails when the server is not running or the system cannot do it.
+func (s *Server) Pause() error { return s.signal(sigStop) }
+
+// Resume lets a paused server run again (SIGCONT).
+func (s *Server) Resume() error { return s.signal(sigCont) }
+
+func (s *Server) signal(sig os.Signal) error {
+	if sig == nil {
+		return errors.New("redistest: cannot pause a process on this system")
+	}
 	if s.cmd == nil {
 		return errors.New("redistest: the server is not running")
 	}

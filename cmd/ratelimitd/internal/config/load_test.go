@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -63,9 +62,7 @@ func TestLoadDirectory(t *testing.T) {
 	if err := os.Symlink(dir, filepath.Join(dir, "sub", "loop")); err != nil { // a cycle: read once
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	makeFIFO(t, filepath.Join(dir, "pipe"))
 	c, err := Load(dir, nil)
 	if err != nil {
 		t.Fatal(err)
