@@ -42,13 +42,16 @@ type Options struct {
 	// If the client goes away while waiting, its tokens are credited back.
 	Reserve bool
 	// FailOpen lets a request through to the handler when the limiter
-	// cannot decide (closed, persistence failure, ...) instead of answering
-	// 503. DANGEROUS: any fault in the limiter then silently disables rate
-	// limiting. The error is still logged (Warn). Refused even so: a cost
-	// the limit can never grant; a new key beyond Options.MaxBuckets
-	// (ratelimit.ErrTooManyKeys), since a flood of keys must not turn
-	// limiting off; and a request the limits' configs do not allow
-	// (ErrOptions, see Middleware), which is no fault of the limiter.
+	// cannot decide, because it is closed (ratelimit.ErrClosed) or its
+	// store failed (ratelimit.ErrUnavailable), instead of answering 503.
+	// DANGEROUS: a fault in the limiter then silently disables rate
+	// limiting. The error is still logged (Warn). Every other error is
+	// refused as without FailOpen, since it is no fault of the limiter and
+	// letting it through could turn limiting off for good: a cost the limit
+	// can never grant; a new key beyond Options.MaxBuckets
+	// (ratelimit.ErrTooManyKeys), as a flood of keys must not; a limit
+	// SetLimits removed (ratelimit.ErrUnknownLimit); a request the limits'
+	// configs do not allow (ErrOptions, see Middleware).
 	FailOpen bool
 	// OnError, if set, writes the response for a request the middleware
 	// refuses for a reason other than a denial: a key error (wrapping
@@ -201,7 +204,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		st, err = m.decide(ctx, key, cost)
 	}
 	if err != nil {
-		if m.opts.FailOpen && !errors.Is(err, ratelimit.ErrInvalidCount) && !errors.Is(err, ratelimit.ErrTooManyKeys) && !errors.Is(err, ErrOptions) && ctx.Err() == nil {
+		if m.opts.FailOpen && limiterFailed(err) && ctx.Err() == nil {
 			m.logger.WarnContext(ctx, "httplimit: limiter failed, request let through (FailOpen)", "err", err, "key", key)
 			next.ServeHTTP(w, r)
 			return
@@ -345,6 +348,12 @@ func (m *middleware) readPolicy() *policy {
 	p.field = strings.Join(items, ", ")
 	m.policy.Store(p)
 	return p
+}
+
+// limiterFailed reports whether err says the limiter could not decide,
+// the errors FailOpen lets through.
+func limiterFailed(err error) bool {
+	return errors.Is(err, ratelimit.ErrUnavailable) || errors.Is(err, ratelimit.ErrClosed)
 }
 
 // denial is the body of a 429.

@@ -418,6 +418,19 @@ func TestMiddlewareFollowsSetLimits(t *testing.T) {
 	if got := e.get(t); got.code != http.StatusServiceUnavailable || e.served != 0 {
 		t.Fatalf("FailOpen, Reserve after SetLimits made MaxReserved 0: %+v, served %d, want 503, not served", got, e.served)
 	}
+	// Nor requests on a limit SetLimits removed.
+	e = newEnv(t, map[string]ratelimit.Config{"api": api}, Options{Limits: []string{"api"}, FailOpen: true})
+	if got := e.get(t); got.code != http.StatusOK || e.served != 1 {
+		t.Fatalf("FailOpen, before the limit is removed: %+v, served %d", got, e.served)
+	}
+	if err := e.l.SetLimits(map[string]ratelimit.Config{"other": faster}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if got := e.get(t); got.code != http.StatusServiceUnavailable || e.served != 1 {
+			t.Fatalf("FailOpen, the limit removed: %+v, served %d, want 503, not served", got, e.served)
+		}
+	}
 }
 
 // A key longer than ratelimit.MaxKeyLen is the client's doing: 400 with

@@ -104,6 +104,11 @@ func TestBadInputHTTP(t *testing.T) {
 		{"/v1/limit", `{"domain":"e2e","descriptors":[{"entries":[{"key":"a","value":"x"}],"hits":1e30}]}`, http.StatusBadRequest},
 		{"/v1/limit", `{"domain":"e2e","descriptors":[{"entries":[{"key":"a","value":"x"}],"hits":1152921504606846976}]}`, http.StatusBadRequest},
 		{"/v1/limit", `[]`, http.StatusBadRequest},
+		{"/v1/limit", `{"domain":"e2e","descriptors":[{"entries":[{"key":"a","value":"x"}],"hits":2}],"re\u017ferve":true}`, http.StatusBadRequest},
+		{"/v1/limit", `{"domain":"e2e","descriptors":[{"entries":[{"key":"a","value":"\ud800"}]}]}`, http.StatusBadRequest},
+		{"/v1/limit", `{"domain":"e2e","descriptors":` + strings.Repeat("[", 1<<20-100), http.StatusBadRequest},
+		{"/v1/value", `{"domain":"e2e","entries":[` + strings.Repeat("{},", 300_000) + `{}]}`, http.StatusBadRequest},
+		{"/json", `{"domain":"e2e","descriptors":[{"entries":[{"key":"a","value":"\udc00"}]}]}`, http.StatusBadRequest},
 	}
 	for _, c := range cases {
 		code, out, _ := httpDo(t, nil, http.MethodPost, "http://"+p.httpAddr+c.path, []byte(c.body))

@@ -184,7 +184,7 @@ func (s *Server) handleSalvage(w http.ResponseWriter, r *http.Request) {
 		Src string `json:"src"`
 		Dst string `json:"dst"`
 	}
-	if !ok || !decodeJSON(w, body, &in) {
+	if !ok || !decodeJSON(w, body, 1, &in) {
 		return
 	}
 	if s.opts.Storage.Redis != nil {

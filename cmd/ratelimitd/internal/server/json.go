@@ -13,7 +13,7 @@ import (
 // time, and answers 503 (not 400) when the limiter cannot decide.
 func (s *Server) handleJSON(w http.ResponseWriter, r *http.Request) {
 	body, ok := s.readBody(w, r)
-	if !ok || !s.boundedJSON(w, body) {
+	if !ok || !checkJSON(w, body, s.requestObjects()) {
 		s.requests.add(apiJSON, resultInvalid)
 		return
 	}

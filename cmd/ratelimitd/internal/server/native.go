@@ -88,7 +88,7 @@ func entries(es []nativeEntry) []config.Entry {
 func (s *Server) handleNative(w http.ResponseWriter, r *http.Request, a api) {
 	body, ok := s.readBody(w, r)
 	var in nativeRequest
-	if !ok || !s.boundedJSON(w, body) || !decodeJSON(w, body, &in) {
+	if !ok || !decodeJSON(w, body, s.requestObjects(), &in) {
 		s.requests.add(a, resultInvalid)
 		return
 	}
@@ -178,7 +178,7 @@ func (s *Server) handleValue(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readBucketRequest(w http.ResponseWriter, r *http.Request, count bool) (nativeBucketRequest, bool) {
 	var in nativeBucketRequest
 	body, ok := s.readBody(w, r)
-	if !ok || !decodeJSON(w, body, &in) {
+	if !ok || !decodeJSON(w, body, s.bucketObjects(), &in) {
 		return in, false
 	}
 	if !count && in.Count != 0 {
