@@ -146,6 +146,53 @@ func TestMaxBucketsHoldsForCallsOfSeveralBuckets(t *testing.T) {
 	}
 }
 
+// A bucket that a LimitAll names twice, checked first and taken after,
+// is a new bucket to make room for, whichever of its repeats takes: in
+// memory and on a file, on the path that decides under the partitions'
+// mutexes and on the two-phase one (two partitions).
+func TestMaxBucketsCountsEveryRepeatOfABucket(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		for _, parts := range []int{1, 2} {
+			t.Run(fmt.Sprintf("durable=%v/partitions=%d", durable, parts), func(t *testing.T) {
+				opts := Options{Now: newClock().Now, Partitions: parts, MaxBuckets: parts,
+					Limits: map[string]Config{"x": tokenBucket(10, 10)}}
+				if durable {
+					opts.Path = filepath.Join(t.TempDir(), "rl.db")
+				}
+				l := open(t, opts)
+				ctx := context.Background()
+				// Fill every partition's share.
+				var held []Request
+				for i := 0; len(held) < parts; i++ {
+					r := Request{Name: "x", Key: "fill" + strconv.Itoa(i), Count: 1}
+					if _, err := l.Limit(ctx, r); err == nil {
+						held = append(held, Request{Name: "x", Key: r.Key, Count: 1, CheckOnly: true})
+					} else if !errors.Is(err, ErrTooManyKeys) {
+						t.Fatal(err)
+					}
+				}
+				for i := range 100 {
+					k := "k" + strconv.Itoa(i)
+					check, take := Request{Name: "x", Key: k, Count: 1, CheckOnly: true}, Request{Name: "x", Key: k, Count: 1}
+					for _, rs := range [][]Request{{check, take}, {take, check}, {check, check, take}, append([]Request{check, take}, held...)} {
+						if st, err := l.LimitAll(ctx, rs...); !errors.Is(err, ErrTooManyKeys) {
+							t.Fatalf("LimitAll %v with no room: %+v, %v, want ErrTooManyKeys", rs, st, err)
+						}
+					}
+				}
+				if n := l.Stats().LiveBuckets; n != parts {
+					t.Fatalf("%d live buckets, want the bound %d", n, parts)
+				}
+				// Checks alone store nothing, so they need no room.
+				k := Request{Name: "x", Key: "new", Count: 1, CheckOnly: true}
+				if st, err := l.LimitAll(ctx, k, k); err != nil || !st.OK {
+					t.Fatalf("LimitAll of two checks of a new bucket: %+v, %v", st, err)
+				}
+			})
+		}
+	}
+}
+
 // More partitions than MaxBuckets would leave some with no share: an
 // explicit count is refused, and the default count is capped.
 func TestMaxBucketsBelowPartitions(t *testing.T) {

@@ -84,7 +84,7 @@ func (p *Partition) load(m msg, hold bool) error {
 	if room := p.maxBuckets - p.buckets.len() - p.heldNew; room < int(m.hi-m.lo) {
 		need := 0
 		for i := m.lo; i < m.hi; i++ {
-			if it := &c.Items[i]; it.canon == i && p.refuses(c, it) {
+			if c.Items[i].canon == i && p.refuses(c, i) {
 				need++
 			}
 		}
@@ -100,7 +100,7 @@ func (p *Partition) load(m msg, hold bool) error {
 		found := p.loadItem(it)
 		if hold {
 			p.held[it.ID] = c
-			if !found && mayStore(c, it) {
+			if !found && mayStore(c, i) {
 				it.heldNew = true
 				p.heldNew++
 			}
@@ -109,18 +109,29 @@ func (p *Partition) load(m msg, hold bool) error {
 	return nil
 }
 
-// mayStore reports whether a member of c may store it's bucket: one that
-// takes from it. (A credit never stores a bucket it did not hold: an
-// absent bucket is full, and a credit leaves it full.)
-func mayStore(c *Call, it *Item) bool {
-	return it.member >= 0 && c.Members[it.member].Op == OpTake
+// mayStore reports whether a member of c may store the bucket of item i,
+// a canonical one: a member that takes from it, whichever of the
+// bucket's repeats in an atomic call serves it (the items after i that
+// share its canon). A credit never stores a bucket it did not hold (an
+// absent bucket is full, and a credit leaves it full), nor does a check.
+func mayStore(c *Call, i int32) bool {
+	takes := func(it *Item) bool { return it.member >= 0 && c.Members[it.member].Op == OpTake }
+	if takes(&c.Items[i]) {
+		return true
+	}
+	for j := i + 1; j < int32(len(c.Items)) && c.Items[j].canon == i; j++ {
+		if takes(&c.Items[j]) {
+			return true
+		}
+	}
+	return false
 }
 
-// refuses reports whether it names a bucket the partition does not hold
-// and a member of c may have to store. Only called when the partition is
-// near its most buckets.
-func (p *Partition) refuses(c *Call, it *Item) bool {
-	return mayStore(c, it) && !p.has(it)
+// refuses reports whether item i of c, a canonical one, names a bucket
+// the partition does not hold and a member of c may have to store. Only
+// called when the partition is near its most buckets.
+func (p *Partition) refuses(c *Call, i int32) bool {
+	return mayStore(c, i) && !p.has(&c.Items[i])
 }
 
 // refusesOp reports whether it names a bucket the partition does not hold
