@@ -16,7 +16,9 @@ type Status struct {
 	// request can succeed (never early); when granted as a reservation, how
 	// long to wait before running the work (without asking again); else 0.
 	// For a sharded limit it holds for the two shards that were examined; a
-	// retry draws two shards afresh, which may be emptier.
+	// retry draws two shards afresh, which may be emptier. Waits saturate at
+	// 2^62 ns (about 146 years): a longer one, which only a limit refilling
+	// over centuries needs, reads as that and is then early.
 	RetryAfter time.Duration
 	// Limit is the name of the limit that decided. For LimitAll: on a
 	// denial, the denying member with the latest RetryAfter; on a grant,
@@ -32,7 +34,8 @@ type Status struct {
 	Remaining float64
 	// ResetAfter is how long that bucket needs to be full again, if nothing
 	// else uses it (for a sharded limit, how long the shards the decision
-	// took from or examined need: an estimate, as Remaining).
+	// took from or examined need: an estimate, as Remaining). It saturates
+	// as RetryAfter.
 	ResetAfter time.Duration
 }
 
