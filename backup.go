@@ -29,7 +29,10 @@ func (l *Limiter) Backup(w io.Writer) (int64, error) {
 		n, err = tx.WriteTo(w)
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil && l.closed.Load(): // Close closed the file before the read began
+		return n, fmt.Errorf("%w: backup: %w", ErrClosed, err)
+	case err != nil:
 		return n, fmt.Errorf("%w: backup: %w", ErrUnavailable, err)
 	}
 	return n, nil
