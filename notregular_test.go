@@ -20,13 +20,13 @@ func TestPathNotARegularFile(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{fifo, dir} {
+	for path, kind := range map[string]string{fifo: "a named pipe", dir: "a directory"} {
 		l, err := Open(Options{Path: path, Limits: durableLimits})
-		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "not a regular file") {
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "not a regular file: it is "+kind) {
 			if err == nil {
 				l.Close()
 			}
-			t.Errorf("Open(%s): %v, want ErrInvalidOptions, not a regular file", path, err)
+			t.Errorf("Open(%s): %v, want ErrInvalidOptions, not a regular file: it is %s", path, err, kind)
 		}
 		done := make(chan error, 1)
 		go func() {
@@ -35,8 +35,8 @@ func TestPathNotARegularFile(t *testing.T) {
 		}()
 		select {
 		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), "not a limiter's file") {
-				t.Errorf("Salvage(%s): %v, want not a limiter's file", path, err)
+			if err == nil || !strings.Contains(err.Error(), "(it is "+kind+"): not a limiter's file") {
+				t.Errorf("Salvage(%s): %v, want %s: not a limiter's file", path, err, kind)
 			}
 		case <-time.After(10 * time.Second): // a failure detector, not a wait: Salvage never blocks
 			t.Fatalf("Salvage(%s): no answer after 10s", path)

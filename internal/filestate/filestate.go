@@ -91,14 +91,10 @@ func Open(path string) (*os.File, error) {
 
 // regular refuses what st describes unless it is a regular file.
 func regular(path string, st os.FileInfo) error {
-	switch {
-	case st.Mode().IsRegular():
+	if st.Mode().IsRegular() {
 		return nil
-	case st.IsDir():
-		return fmt.Errorf("%s is a directory, not a limiter's file", path)
-	default:
-		return fmt.Errorf("%s is not a regular file (%v), not a limiter's file", path, st.Mode().Type())
 	}
+	return fmt.Errorf("%s is not a regular file (it is %s): not a limiter's file", path, wal.FileKind(st.Mode()))
 }
 
 // ReadFile is Read of a file opened with Open.

@@ -103,7 +103,7 @@ func Open(path string, opts Options) (*Log, error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file (%v)", ErrInvalidOptions, path, st.Mode().Type())
+		return nil, fmt.Errorf("%w: %s is not a regular file: it is %s", ErrInvalidOptions, path, FileKind(st.Mode()))
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("wal: create directory: %w", err)
@@ -222,3 +222,26 @@ func (l *Log) Replayed() int64 { return l.replayed.Load() }
 // DB returns the underlying bbolt database, for snapshots sharing the file.
 // Do not close it; use Log.Close.
 func (l *Log) DB() *bolt.DB { return l.db }
+
+// FileKind names the kind of file m describes, for errors about a path
+// that is not a regular file: "a directory", "a named pipe", and so on.
+func FileKind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t == 0:
+		return "a regular file"
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a block device"
+	default:
+		return "not a regular file (" + t.String() + ")"
+	}
+}
