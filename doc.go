@@ -57,8 +57,10 @@
 //     which can only under-admit: a request whose context ends after a
 //     partition took it up may still be granted, and a grant answered
 //     ErrUnavailable because its commit failed stays counted until
-//     reopening (and after, if its record reached the disk). A denial is
-//     Status.OK == false with a nil error.
+//     reopening (and after, if its record reached the disk). On Redis
+//     (package redislimit) a Credit answered ErrUnavailable may have been
+//     applied with its reply lost: retrying it can credit twice. A denial
+//     is Status.OK == false with a nil error.
 //
 // # Concurrency
 //

@@ -18,7 +18,8 @@ import (
 // Limiter decides rate-limit requests. It is safe for concurrent use by any
 // number of goroutines. Create it with Open and release it with Close. A
 // zero Limiter is closed: its methods return ErrClosed (Stats a zero
-// Stats, Config false).
+// Stats); Config and Grantable, which read only the limits, find none
+// (false, ErrUnknownLimit).
 type Limiter struct {
 	opts   Options
 	limits atomic.Pointer[map[string]*limitDef] // the named limits; replaced whole by SetLimits
@@ -61,8 +62,16 @@ func init() {
 	}
 }
 
-// Open validates opts, recovers durable state if opts.Path is set, and
-// starts the limiter.
+// Open validates opts and starts a limiter: in memory, or, with
+// opts.Path, on that file, created if absent, whose state it recovers
+// first (recovery reads the snapshot and replays the log). It starts
+// goroutines (the partitions' and, with a file, the log's writer and the
+// background snapshots) that Close stops. Errors: ErrInvalidOptions or
+// ErrInvalidConfig for options or limits it refuses, before touching any
+// file; ErrUnavailable when the file cannot be opened, read or created,
+// also wrapping ErrLocked (another limiter holds it for longer than
+// opts.LockTimeout, for which Open waits), ErrCorrupt (damaged: see
+// Salvage) or ErrVersion (a newer format) when one is the reason.
 func Open(opts Options) (*Limiter, error) { return openOn(opts, nil) }
 
 // openOn opens a limiter on s, or on its own partitions when s is nil.

@@ -93,7 +93,11 @@ func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
 	return d, nil
 }
 
-// Config returns the named limit's config with defaults applied.
+// Config returns the named limit's config (Options.Limits, or the
+// latest SetLimits) with defaults applied, and true; for a name only
+// requests' inline configs (Request.Config) use, the latest of those; a
+// zero Config and false for a name neither knows. It is safe for
+// concurrent use.
 func (l *Limiter) Config(name string) (Config, bool) {
 	d, err := l.resolve(name, nil)
 	if err != nil {

@@ -25,7 +25,12 @@ type Stats struct {
 	// shared store's).
 	Partitions int
 
-	// The write-ahead log (zero in memory mode).
+	// The write-ahead log, since Open (zero in memory mode and on a
+	// shared store): WALCommits counts the commits (one bbolt transaction
+	// each, shared by every grant pending when it began), WALRecords the
+	// bucket states they wrote, WALBytes those records' encoded bytes,
+	// WALFailedCommits the commits that failed (each fails the limiter
+	// closed: ErrUnavailable).
 	WALCommits, WALRecords, WALBytes, WALFailedCommits uint64
 	WALBatchRecords                                    Histogram     // records per commit
 	WALCommitNanos                                     Histogram     // commit latency, fsync included, in ns
