@@ -28,7 +28,7 @@ type Stats struct {
 	// The write-ahead log, since Open (zero in memory mode and on a
 	// shared store): WALCommits counts the commits (one bbolt transaction
 	// each, shared by every grant pending when it began), WALRecords the
-	// bucket states they wrote, WALBytes those records' encoded bytes,
+	// bucket states they wrote, WALBytes the bytes of their encoded batches,
 	// WALFailedCommits the commits that failed (each fails the limiter
 	// closed: ErrUnavailable).
 	WALCommits, WALRecords, WALBytes, WALFailedCommits uint64
