@@ -30,11 +30,12 @@ func ClientIP(trustedProxies ...netip.Prefix) KeyFunc {
 	}
 	isTrusted := func(a netip.Addr) bool {
 		// Addresses are unmapped (parseHop), so an IPv4 address is also
-		// checked in its IPv4-mapped IPv6 form, for prefixes such as
-		// ::ffff:10.0.0.0/104.
+		// checked in its IPv4-mapped IPv6 form against IPv4-mapped
+		// prefixes, such as ::ffff:10.0.0.0/104; an IPv6 prefix wider than
+		// the mapped range (::/0, ::/64) trusts no IPv4 address.
 		mapped := netip.AddrFrom16(a.As16())
 		for _, p := range trusted {
-			if p.Contains(a) || a.Is4() && p.Contains(mapped) {
+			if p.Contains(a) || a.Is4() && p.Bits() >= 96 && p.Addr().Is4In6() && p.Contains(mapped) {
 				return true
 			}
 		}

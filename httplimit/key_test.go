@@ -86,6 +86,18 @@ func TestMappedTrustedPrefix(t *testing.T) {
 	if err != nil || got != "198.51.100.1" {
 		t.Errorf("RemoteAddr %s in trusted %s: key %q, %v; want 198.51.100.1", r.RemoteAddr, p, got, err)
 	}
+	// IPv6 prefixes that merely contain the mapped range trust no IPv4
+	// client: a client at 9.9.9.9 cannot pick its key.
+	r.RemoteAddr = "9.9.9.9:80"
+	for _, wide := range []string{"::/0", "::/64", "::/8", "::ffff:0:0/95"} {
+		got, err := ClientIP(netip.MustParsePrefix(wide))(r)
+		if err != nil || got != "9.9.9.9" {
+			t.Errorf("RemoteAddr %s with trusted %s: key %q, %v; want 9.9.9.9", r.RemoteAddr, wide, got, err)
+		}
+	}
+	if got, _ := ClientIP(netip.MustParsePrefix("::ffff:0:0/96"))(r); got != "198.51.100.1" {
+		t.Errorf("RemoteAddr %s with trusted ::ffff:0:0/96 (every IPv4 address): key %q; want 198.51.100.1", r.RemoteAddr, got)
+	}
 }
 
 // TestClientIPSpoofing: the rightmost-untrusted rule over odd input.
