@@ -58,10 +58,11 @@ func (e *Engine) outcome(ctx context.Context, err error, res *Result) error {
 		return err
 	}
 	c.unavailable.Add(1)
-	if errors.Is(err, ratelimit.ErrUnavailable) || errors.Is(err, ratelimit.ErrClosed) {
+	failed := errors.Is(err, ratelimit.ErrUnavailable) || errors.Is(err, ratelimit.ErrClosed)
+	if failed {
 		e.markFailed(err)
 	}
-	if e.opts.FailOpen && !errors.Is(err, ratelimit.ErrTooManyKeys) { // a flood of keys must not turn limiting off
+	if e.opts.FailOpen && failed { // not ErrTooManyKeys: a flood of keys must not turn limiting off
 		c.failedOpen.Add(1)
 		res.reset(len(res.Statuses))
 		for i := range res.Statuses {

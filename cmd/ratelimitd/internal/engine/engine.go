@@ -20,11 +20,12 @@ type Options struct {
 	// does not have an ErrUnknownDomain; false answers it OK with no
 	// limit, as envoyproxy/ratelimit does.
 	UnknownDomainError bool
-	// FailOpen answers OK, with no limit, when the limiter cannot decide,
-	// instead of an ErrUnavailable. Dangerous: a broken limiter then
-	// limits nothing. A new key beyond the limiter's MaxBuckets
-	// (ratelimit.ErrTooManyKeys) fails even so: a flood of keys must not
-	// turn limiting off.
+	// FailOpen answers OK, with no limit, when the limiter cannot decide
+	// (ratelimit.ErrUnavailable, ErrClosed), instead of an ErrUnavailable.
+	// Dangerous: a broken limiter then limits nothing. Other errors fail
+	// even so, among them a new key beyond the limiter's MaxBuckets
+	// (ratelimit.ErrTooManyKeys): a flood of keys must not turn limiting
+	// off.
 	FailOpen bool
 	// TransientFailures says the limiter's storage may fail and recover
 	// (Redis): a request it cannot decide fails as always, but the engine
