@@ -22,7 +22,10 @@ type KeyFunc func(*http.Request) (string, error)
 // from the right, skipping trusted hops, and the first untrusted address is
 // the client. Hops to the left of it were written by the client and are
 // ignored, so a client cannot choose its own key. With no trusted
-// prefixes, X-Forwarded-For is never read.
+// prefixes, X-Forwarded-For is never read. A RemoteAddr that is no IP
+// address (a unix socket listener's) is an error, answered 400: behind
+// such a listener, key requests with a KeyFunc of your own (Header, for
+// one your proxy sets).
 func ClientIP(trustedProxies ...netip.Prefix) KeyFunc {
 	trusted := make([]netip.Prefix, len(trustedProxies))
 	for i, p := range trustedProxies {
