@@ -3,7 +3,6 @@ module github.com/seed7fbd42b6/ratelimit/redislimit
 go 1.26.0
 
 require (
-	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/seed7fbd42b6/ratelimit v0.0.0
 )
