@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -30,7 +31,7 @@ func (l *Limiter) Backup(w io.Writer) (int64, error) {
 		return err
 	})
 	switch {
-	case err != nil && l.closed.Load(): // Close closed the file before the read began
+	case errors.Is(err, bolt.ErrDatabaseNotOpen): // Close closed the file before the read began
 		return n, fmt.Errorf("%w: backup: %w", ErrClosed, err)
 	case err != nil:
 		return n, fmt.Errorf("%w: backup: %w", ErrUnavailable, err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -49,5 +51,33 @@ func TestBackupNeedsAFile(t *testing.T) {
 	l.Close()
 	if _, err := l.Backup(new(bytes.Buffer)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Backup after Close = %v, want ErrClosed", err)
+	}
+}
+
+// writerFunc is an io.Writer that calls itself.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A writer's error is ErrUnavailable, even while Close waits for the
+// backup to end (Close marks the limiter closed first); ErrClosed is for
+// a backup that found the file already closed.
+func TestBackupWriterErrorWhileClosing(t *testing.T) {
+	l := open(t, Options{Path: filepath.Join(t.TempDir(), "rl.db"), LogPreallocate: -1, Limits: map[string]Config{"api": tokenBucket(10, 10)}})
+	grant(t, l, Request{Name: "api", Key: "a", Count: 1})
+	closing := make(chan error, 1)
+	w := writerFunc(func([]byte) (int, error) {
+		go func() { closing <- l.Close() }()
+		for !l.closed.Load() {
+			runtime.Gosched()
+		}
+		return 0, errors.New("disk full")
+	})
+	_, err := l.Backup(w)
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("Backup with a failing writer while Close waits: %v, want ErrUnavailable, disk full", err)
+	}
+	if err := <-closing; err != nil {
+		t.Errorf("Close: %v", err)
 	}
 }

@@ -35,6 +35,9 @@ func (l *Limiter) Check(ctx context.Context, r Request) (st Status, err error) {
 // count that is no number of tokens); it reads no bucket and is safe for
 // concurrent use.
 func (l *Limiter) Grantable(r Request) (bool, error) {
+	if l.store == nil { // a zero Limiter
+		return false, ErrClosed
+	}
 	if err := checkKey(r.Key); err != nil {
 		return false, err
 	}

@@ -18,8 +18,7 @@ import (
 // Limiter decides rate-limit requests. It is safe for concurrent use by any
 // number of goroutines. Create it with Open and release it with Close. A
 // zero Limiter is closed: its methods return ErrClosed (Stats a zero
-// Stats); Config and Grantable, which read only the limits, find none
-// (false, ErrUnknownLimit).
+// Stats, Config false).
 type Limiter struct {
 	opts   Options
 	limits atomic.Pointer[map[string]*limitDef] // the named limits; replaced whole by SetLimits

@@ -98,8 +98,10 @@ func TestNilAndZeroLimiter(t *testing.T) {
 	if st := zl.Stats(); st != (Stats{}) {
 		t.Errorf("zero Limiter: Stats = %+v, want zero", st)
 	}
-	if _, ok := zl.Config("a"); ok {
-		t.Error("zero Limiter: Config found a limit")
+	ok, err := zl.Grantable(Request{Name: "a", Config: &inline})
+	closed("Grantable inline", err)
+	if _, found := zl.Config("a"); found || ok {
+		t.Error("zero Limiter: Config found a limit, or Grantable granted")
 	}
 	clk := newClock()
 	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"a": inline}})

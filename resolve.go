@@ -99,6 +99,9 @@ func (l *Limiter) inlineDef(name string, c Config) (*limitDef, error) {
 // zero Config and false for a name neither knows. It is safe for
 // concurrent use.
 func (l *Limiter) Config(name string) (Config, bool) {
+	if l.store == nil { // a zero Limiter
+		return Config{}, false
+	}
 	d, err := l.resolve(name, nil)
 	if err != nil {
 		return Config{}, false

@@ -114,6 +114,13 @@ func TestDecideHitsAboveTheLimit(t *testing.T) {
 	if got := f.remaining("d", "b=x"); got != 100 {
 		t.Errorf("b holds %v, want 100", got)
 	}
+	// With a descriptor that can never pass, the request cannot either:
+	// no retry time, though another descriptor is merely exhausted.
+	f.decide("d", desc(3, "a=y"))
+	r = f.decide("d", desc(1, "a=y"), desc(5, "a=x"))
+	if r.Code != OverLimit || !r.Statuses[1].Never || r.Statuses[0].RetryAfter <= 0 || r.RetryAfter != 0 {
+		t.Fatalf("exhausted and never: %+v, want over, the request's retry 0, the exhausted one's > 0", r)
+	}
 	// Two descriptors on one bucket that together exceed it.
 	r = f.decide("d", desc(2, "a=x"), desc(2, "a=x"))
 	if got := codes(r); !slices.Equal(got, []Code{OverLimit, OK, OverLimit}) || !r.Statuses[1].Never {

@@ -269,7 +269,7 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotas int) {
 	}
 	e.finishFollowers(res, s, false)
 	res.Code, res.RetryAfter = OverLimit, 0
-	quotaWait, quotasOver := time.Duration(-1), 0
+	quotaWait, quotasOver, never := time.Duration(-1), 0, false
 	for k := range s.parts {
 		p := &s.parts[k]
 		st := &res.Statuses[p.st]
@@ -282,6 +282,7 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotas int) {
 		}
 		switch {
 		case st.Never:
+			never = true
 		case p.quota:
 			if quotaWait < 0 || st.RetryAfter < quotaWait {
 				quotaWait = st.RetryAfter
@@ -292,6 +293,9 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotas int) {
 	}
 	if quotas > 0 && quotasOver == quotas && quotaWait > 0 {
 		res.RetryAfter = max(res.RetryAfter, quotaWait)
+	}
+	if never { // the same request can never pass: no wait makes it
+		res.RetryAfter = 0
 	}
 }
 

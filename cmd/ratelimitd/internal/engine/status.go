@@ -70,7 +70,8 @@ type Result struct {
 	// Statuses has one Status per descriptor, in the request's order.
 	Statuses []Status
 	// RetryAfter: denied, the latest RetryAfter among the descriptors
-	// that denied it; granted, the latest reservation wait.
+	// that denied it, 0 if one of them can never pass (Never); granted,
+	// the latest reservation wait.
 	RetryAfter time.Duration
 	// FailedOpen: the limiter could not decide and Options.FailOpen
 	// answered OK; the statuses carry no limits.

@@ -13,7 +13,7 @@ import (
 )
 
 // maxJSONDepth bounds how deeply a body's objects and arrays nest. The
-// deepest request, an entry's limit override on /json, is five levels;
+// deepest request, an entry of a descriptor's entries, is five levels;
 // a deeper body is refused before anything decodes it, since a decoder
 // keeps state per level.
 const maxJSONDepth = 8
@@ -45,19 +45,31 @@ func checkJSON(w http.ResponseWriter, body []byte, maxObjects int) bool {
 }
 
 // scanJSON checks body, JSON, in one pass before anything decodes it:
-// valid UTF-8, at most maxObjects objects, nesting at most maxJSONDepth
-// deep, and no \u escape of a lone UTF-16 surrogate. Decoders mend bad
-// UTF-8 and lone surrogates into U+FFFD without a word, so two different
-// bodies would name one bucket; and decoding many tiny objects takes many
-// times the body's size in memory. Syntax errors are left to the
-// decoder. Its errors wrap engine.ErrInvalidRequest.
+// valid UTF-8, at most maxObjects objects, arrays of objects only (every
+// array of the APIs' requests holds objects), nesting at most
+// maxJSONDepth deep, and no \u escape of a lone UTF-16 surrogate.
+// Decoders mend bad UTF-8 and lone surrogates into U+FFFD without a word,
+// so two different bodies would name one bucket; and decoding many small
+// values (objects, or nulls that decode as empty ones) takes many times
+// the body's size in memory. Syntax errors are left to the decoder. Its
+// errors wrap engine.ErrInvalidRequest.
 func scanJSON(body []byte, maxObjects int) error {
 	if !utf8.Valid(body) {
 		return fmt.Errorf("%w: invalid JSON: not valid UTF-8", engine.ErrInvalidRequest)
 	}
+	var open [maxJSONDepth]byte // the '{' or '[' of each level
 	depth, objects := 0, 0
+	element := byte(0) // after '[' (an element or ']' comes next) or ',' in an array: '[' or ','
 	for i := 0; i < len(body); i++ {
-		switch body[i] {
+		c := body[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			continue
+		}
+		if element != 0 && c != '{' && (c != ']' || element != '[') {
+			return fmt.Errorf("%w: a JSON array holds something other than objects", engine.ErrInvalidRequest)
+		}
+		element = 0
+		switch c {
 		case '"':
 			end, err := scanString(body, i+1)
 			if err != nil {
@@ -65,17 +77,25 @@ func scanJSON(body []byte, maxObjects int) error {
 			}
 			i = end
 		case '{', '[':
-			if body[i] == '{' {
+			if c == '{' {
 				if objects++; objects > maxObjects {
 					return fmt.Errorf("%w: more JSON objects than %d, what a request of the most descriptors and entries allowed holds",
 						engine.ErrInvalidRequest, maxObjects)
 				}
+			} else {
+				element = '['
 			}
-			if depth++; depth > maxJSONDepth {
+			if depth == maxJSONDepth {
 				return fmt.Errorf("%w: JSON nested deeper than %d levels", engine.ErrInvalidRequest, maxJSONDepth)
 			}
+			open[depth] = c
+			depth++
 		case '}', ']':
-			depth--
+			depth = max(depth-1, 0) // unbalanced: the decoder's to report
+		case ',':
+			if depth > 0 && open[depth-1] == '[' {
+				element = ','
+			}
 		}
 	}
 	return nil
@@ -183,8 +203,9 @@ func decodeJSON(w http.ResponseWriter, body []byte, maxObjects int, v any) bool 
 // key is made of a to z and '_', as every field of the native and admin
 // APIs is: encoding/json matches names without regard to case, folding
 // "Domain", or "ſ" (U+017F) to "s", and lets a later duplicate win, so a
-// proxy and ratelimitd could read one request two ways. Syntax errors
-// are left to the decoder; scanJSON has bounded the body's size.
+// proxy and ratelimitd could read one request two ways. An object of more
+// than maxFields fields is refused too, before its names pile up. Syntax
+// errors are left to the decoder; scanJSON has bounded the body's size.
 func exactKeys(body []byte) error {
 	type frame struct {
 		keys    map[string]bool // nil: an array
@@ -213,6 +234,8 @@ func exactKeys(body []byte) error {
 			if n := len(stack); n > 0 && stack[n-1].wantKey {
 				f := &stack[n-1]
 				switch {
+				case len(f.keys) == maxFields:
+					return fmt.Errorf("more than %d fields in an object", maxFields)
 				case f.keys[v]:
 					return fmt.Errorf("field %q given twice", v)
 				case !fieldName(v):
@@ -227,6 +250,10 @@ func exactKeys(body []byte) error {
 		}
 	}
 }
+
+// maxFields bounds the fields of an object exactKeys reads: no object of
+// the native and admin APIs has more than four.
+const maxFields = 8
 
 // fieldName reports whether s is made of a to z and '_'.
 func fieldName(s string) bool {

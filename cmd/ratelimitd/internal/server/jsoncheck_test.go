@@ -37,8 +37,16 @@ func TestScanJSON(t *testing.T) {
 		{"braces in a string", `{"domain":"d","descriptors":[{"entries":[{"key":"a","value":"` + strings.Repeat(`{\"{`, most) + `"}]}]}`, true},
 		{"ten thousand descriptors", descriptors(10000), false},
 		{"an override, five levels deep", `{"domain":"d","descriptors":[{"entries":[{"key":"a"}],"limit":{"unit":"SECOND"}}]}`, true},
-		{"arrays nested deeper than 8", `{"domain":"d","descriptors":[[[[[[[[]]]]]]]]}`, false},
+		{"objects nested deeper than 8", `{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":1}}}}}}}}}`, false},
+		{"objects nested 8 deep", `{"a":{"a":{"a":{"a":{"a":{"a":{"a":{"a":1}}}}}}}}`, true},
+		{"arrays in an array", `{"domain":"d","descriptors":[[]]}`, false},
 		{"a megabyte of [", `{"descriptors":` + strings.Repeat("[", 1<<20), false},
+		{"an array of nulls", `{"domain":"d","descriptors":[null,null,null]}`, false},
+		{"an object, then nulls", `{"domain":"d","descriptors":[{}, null]}`, false},
+		{"an array of numbers", `{"domain":"d","descriptors":[0,0]}`, false},
+		{"an array of strings", `{"domain":"d","descriptors":["x"]}`, false},
+		{"entries of nulls", `{"domain":"d","descriptors":[{"entries":[null]}]}`, false},
+		{"empty arrays, white space", "{\"domain\":\"d\",\"descriptors\":[ \n ], \"x\": [\t{ } ,\r\n{}]}", true},
 		{"brackets in a string", entry(strings.Repeat(`[[\"[`, 100)), true},
 		{"a surrogate pair", entry(`\ud83d\ude00`), true},
 		{"escapes around a pair", entry(`\n\ud83d\ude00\u0041\\u`), true},
@@ -91,6 +99,9 @@ func TestExactKeys(t *testing.T) {
 		{`{"domain":"api","max_reserved":1}`, true},
 		{`{"domain":"api","Reserve":true}`, false},
 		{`{"domain":"api","re-serve":true}`, false},
+		{`{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1}`, true}, // eight fields: unknown ones are the decoder's to refuse
+		{`{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1}`, false},
+		{`{"descriptors":[{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1},{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1}]}`, true},
 		{`{"domain":"api",`, true}, // a syntax error: the decoder's to report
 	} {
 		if err := exactKeys([]byte(c.body)); c.ok != (err == nil) {
