@@ -127,6 +127,57 @@ func TestCheckCatchesGrantAll(t *testing.T) {
 	}
 }
 
+// The check says whether it was exercised: whether the hottest key, or
+// the global limit, was asked for more than its allowance, the only way
+// an implementation that grants everything could fail it.
+func TestCheckSaysWhetherExercised(t *testing.T) {
+	cfg := hbCfg(t, 10_000)
+	scs := buildScenarios(cfg)
+	keys, hot := hbScenario(t, scs, "keys"), hbScenario(t, scs, "hot")
+	r := newRunner(cfg.wl, 4, cfg.batch)
+	ws := r.workers
+	read := func(n uint32, calls int64) { // each worker read n stream positions in calls calls
+		for _, w := range ws {
+			w.reset(cfg.batch)
+			w.pos += n
+			w.calls = calls
+		}
+	}
+	want := int64(0)
+	for _, w := range ws {
+		for p := cfg.wl.startPos(w.id); p != cfg.wl.startPos(w.id)+100; p++ {
+			if cfg.wl.stream[p&cfg.wl.mask] == hottestKey {
+				want++
+			}
+		}
+	}
+	read(100, 100)
+	if got := r.demand(ws, hottestKey); got != want {
+		t.Fatalf("demand of the hottest key over 4 x 100 positions = %d, want %d", got, want)
+	}
+	for _, c := range []struct {
+		name      string
+		sc        *scenario
+		positions uint32
+		calls     int64
+		exercised bool
+	}{
+		// keys: capacity 200 + 2000/s over 1 s.
+		{"keys, a few requests", keys, 100, 100, false},
+		{"keys, the whole stream read by 4 callers", keys, uint32(len(cfg.wl.stream)), int64(len(cfg.wl.stream)), true},
+		// hot: 500,000/s.
+		{"hot, 4 x 1000 calls", hot, 0, 1000, false},
+		{"hot, 4 x 200,000 calls", hot, 0, 200_000, true},
+	} {
+		read(c.positions, c.calls)
+		v := &variant{global: c.sc.global}
+		ch := r.check(&cell{sc: c.sc}, v, ws, time.Second)
+		if !ch.OK || ch.Exercised != c.exercised {
+			t.Errorf("%s: %+v, want ok and exercised %v", c.name, ch, c.exercised)
+		}
+	}
+}
+
 // An implementation that refills 30% too fast is caught even when its Open
 // takes 160 ms, as a durable Open that preallocates its log may: the check's
 // span begins when the callers are released, not at Open, which would let
@@ -210,13 +261,15 @@ func TestOursMemoryWarmCallsDoNotAllocate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := &worker{id: 0, wl: cfg.wl}
+		pool := &grantPool{}
+		pool.reserve(1 << 22)
+		w := &worker{id: 0, wl: cfg.wl, pool: pool}
 		batch := 0
 		if sc.batch {
 			batch = cfg.batch
 		}
 		w.reset(batch)
-		w.reserveGrants(1 << 22)
+		w.reserveChunks(1 << 22 / grantChunk)
 		v := &variant{global: sc.global}
 		if len(sc.variants) > 0 {
 			v = &sc.variants[0]
@@ -225,7 +278,6 @@ func TestOursMemoryWarmCallsDoNotAllocate(t *testing.T) {
 			sc.call(im, w, v)
 		}
 		w.pos = w.wl.startPos(0)
-		w.grants = w.grants[:0]
 		if a := testing.AllocsPerRun(20_000, func() { sc.call(im, w, v) }); a != 0 {
 			t.Errorf("%s: %.4f allocations per call on warm keys, want 0", sc.name, a)
 		}

@@ -38,7 +38,7 @@ func tableWriter(out io.Writer) (*tabwriter.Writer, func()) {
 
 // printCells writes every cell's figures, a blank line between groups.
 func printCells(out io.Writer, rs []*result) {
-	fmt.Fprintln(out, "Every cell (latency of one call; cpu: the whole process's CPU time; check: most-used bucket's share of its allowance):")
+	fmt.Fprintln(out, "Every cell (latency of one call; cpu: the whole process's CPU time; check: most-used bucket's share of its allowance; idle: no limit was asked for more than it allows, so the check could not fail):")
 	tw, flush := tableWriter(out)
 	defer flush()
 	fmt.Fprintln(tw, "scenario\tcallers\timplementation\tdecisions/s\tgrants/s\tp50\tp99\tp999\tallocs/dec\tcpu/dec\tcores\tdenied\tcheck\t")
@@ -49,6 +49,9 @@ func printCells(out io.Writer, rs []*result) {
 		}
 		prev = fmt.Sprint(r.Scenario, r.Callers)
 		chk := fmt.Sprintf("ok %.2f", r.Check.MaxFraction)
+		if !r.Check.Exercised {
+			chk = fmt.Sprintf("idle %.2f", r.Check.MaxFraction)
+		}
 		if !r.Check.OK {
 			chk = "FAIL"
 		}
@@ -94,8 +97,10 @@ func printRatios(out io.Writer, rs []*result, impls []*implementation) {
 			fmt.Fprintf(tw, "%s\t", fmtX(r.Ratios[b].Throughput))
 		}
 		cost := "-"
-		if q, ok := r.Ratios["memory"]; ok && q.Throughput > 0 {
-			cost = fmtX(1 / q.Throughput)
+		if r.Mode != "memory" { // memory's decisions/s over this cell's, as the summary's column
+			if mem := find(rs, r.Scenario, r.Callers, "ours", "memory", r.Variant); mem != nil {
+				cost = fmtX(ratioOf(mem, r).Throughput)
+			}
 		}
 		fmt.Fprintf(tw, "%s\t", cost)
 		for _, b := range bases {

@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -106,7 +107,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*config, error) {
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("-callers: bad count %q", f)
 		}
-		c.callers = append(c.callers, n)
+		if !slices.Contains(c.callers, n) { // a count given twice is one cell
+			c.callers = append(c.callers, n)
+		}
 	}
 	var err error
 	if strings.TrimSpace(*scenarios) == "" {
@@ -140,6 +143,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*config, error) {
 		return nil, fmt.Errorf("-zipf-s must be > 1 and -zipf-v >= 1")
 	case c.keyRate <= 0 || c.keyBurst < 1 || c.hotRate < 10:
 		return nil, fmt.Errorf("-key-rate must be > 0, -key-burst >= 1 and -hot-rate >= 10")
+	case c.keyBurst != math.Trunc(c.keyBurst) || c.hotRate/10 != math.Trunc(c.hotRate/10):
+		// x/time/rate's burst is an int: the baselines would get a smaller bucket.
+		return nil, fmt.Errorf("-key-burst and a tenth of -hot-rate (the capacities) must be whole numbers")
 	}
 	return c, nil
 }
@@ -237,6 +243,10 @@ func run(cfg *config, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 	cells := plan(cfg, o.scenarios, o.impls, renv)
+	if len(cells) == 0 {
+		fmt.Fprintln(stderr, "bench: nothing to measure: every implementation selected was skipped (see above)")
+		return 2
+	}
 	o.measure(cells, prog, started)
 
 	var baselines []*implementation

@@ -196,13 +196,16 @@ func TestParseFlags(t *testing.T) {
 	if !slices.Equal(cfg.scenarios, scenarioNames()) || !slices.Equal(cfg.modes, modeNames()) || !slices.Equal(cfg.baselines, baselineNames()) {
 		t.Errorf("defaults: scenarios %v, modes %v, baselines %v", cfg.scenarios, cfg.modes, cfg.baselines)
 	}
+	if cfg, err := parse("-callers", "16,1,16"); err != nil || !slices.Equal(cfg.callers, []int{16, 1}) {
+		t.Errorf("-callers 16,1,16: %v %v, want [16 1]", err, cfg.callers)
+	}
 	if cfg, err := parse("-baselines", "", "-mode", "durable", "-scenario", "hot,keys"); err != nil || len(cfg.baselines) != 0 ||
 		!slices.Equal(cfg.modes, []string{"durable"}) || !slices.Equal(cfg.scenarios, []string{"hot", "keys"}) {
 		t.Errorf("-baselines \"\" -mode durable -scenario hot,keys: %v %v %v %v", err, cfg.baselines, cfg.modes, cfg.scenarios)
 	}
 	for _, bad := range [][]string{
 		{"-chart", "out.jpg"}, {"-mode", "disk"}, {"-baselines", "redis"}, {"-scenario", "nope"},
-		{"-callers", "0"}, {"-runs", "0"}, {"extra"},
+		{"-callers", "0"}, {"-runs", "0"}, {"extra"}, {"-key-burst", "1.9"}, {"-hot-rate", "15"},
 	} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("%q parsed", bad)

@@ -30,8 +30,15 @@ type redisRate struct {
 	client *redis.Client
 	rl     *redis_rate.Limiter
 	prefix string
-	limits map[*limitDef]redis_rate.Limit
+	limits map[*limitDef]rateLimit
 	ctx    context.Context
+}
+
+// rateLimit is a limit as redis_rate takes it, and the start of its keys
+// (built once, as our store builds its key prefixes once).
+type rateLimit struct {
+	limit     redis_rate.Limit
+	keyPrefix string
 }
 
 // redisRatePrefix starts every key redis_rate writes.
@@ -40,22 +47,25 @@ const redisRatePrefix = "rate:"
 var errNoReserve = errors.New("redis_rate has no reservations")
 
 func openRedisRate(e *cellEnv) (impl, error) {
-	limits := map[*limitDef]redis_rate.Limit{}
+	limits := map[*limitDef]rateLimit{}
 	for _, d := range e.defs {
 		if d.rate != math.Trunc(d.rate) || d.capacity != math.Trunc(d.capacity) || d.rate < 1 || d.capacity < 1 {
 			return nil, fmt.Errorf("redis_rate: limit %q: rate %g/s and capacity %g must be whole numbers", d.name, d.rate, d.capacity)
 		}
-		limits[d] = redis_rate.Limit{Rate: int(d.rate), Burst: int(d.capacity), Period: 1e9}
 	}
 	s, c, prefix, err := redisCell(e, e.callers)
 	if err != nil {
 		return nil, err
 	}
+	for _, d := range e.defs {
+		limits[d] = rateLimit{redis_rate.Limit{Rate: int(d.rate), Burst: int(d.capacity), Period: 1e9}, prefix + d.name + ":"}
+	}
 	return &redisRate{server: s, client: c, rl: redis_rate.NewLimiter(c), prefix: prefix, limits: limits, ctx: context.Background()}, nil
 }
 
 func (r *redisRate) allow(d *limitDef, key string) (bool, error) {
-	res, err := r.rl.Allow(r.ctx, r.prefix+d.name+":"+key, r.limits[d])
+	l := r.limits[d]
+	res, err := r.rl.Allow(r.ctx, l.keyPrefix+key, l.limit)
 	if err != nil {
 		return false, err
 	}

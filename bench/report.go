@@ -183,6 +183,7 @@ func combine(runs []*result) *result {
 		}
 		c.Max = max(c.Max, r.Max)
 		c.Check.MaxFraction = max(c.Check.MaxFraction, r.Check.MaxFraction)
+		c.Check.Exercised = c.Check.Exercised || r.Check.Exercised
 		if !r.Check.OK && c.Check.OK {
 			c.Check.OK, c.Check.Detail = false, r.Check.Detail
 		}

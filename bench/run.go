@@ -17,12 +17,14 @@ type worker struct {
 	wl  *workload
 	pos uint32
 
-	calls        int64    // calls made (a limitmany call is one call)
-	grantedCalls int64    // calls that granted at least one decision
-	decisions    int64    // decisions made
-	errs         int64    // decisions that failed with an error
-	grants       []uint32 // key index of every granted per-key token, in order
-	granted      int64    // granted decisions
+	calls        int64      // calls made (a limitmany call is one call)
+	grantedCalls int64      // calls that granted at least one decision
+	decisions    int64      // decisions made
+	errs         int64      // decisions that failed with an error
+	grants       []uint32   // key index of every granted per-key token, in order: the log's current chunk
+	filled       [][]uint32 // the log's earlier chunks, full
+	pool         *grantPool // where the chunks come from
+	granted      int64      // granted decisions
 	firstErr     error
 
 	globalGrants int64 // tokens granted from the scenario's global limit
@@ -47,19 +49,64 @@ func (w *worker) next() uint32 {
 }
 
 // maxRate bounds the decisions per second of any cell, with room to spare:
-// the grant logs are reserved for it before each cell.
+// the grant pool is reserved for it before each cell.
 const maxRate = 12e6
 
-// reserveGrants makes room for n grants in w's grant log and, when that
-// takes new memory, touches all of it, so the log does not grow while a
-// cell is measured: page faults on fresh memory would be charged to
-// whichever implementation first needed the room.
-func (w *worker) reserveGrants(n int) {
-	if cap(w.grants) < n {
-		w.grants = make([]uint32, 0, n)
-		clear(w.grants[:n])
+// grantChunk is how many grants a worker logs in one chunk of the pool.
+const grantChunk = 4096
+
+// grantPool hands out chunks of one array, reserved and touched before a
+// cell, to the workers' grant logs: however unevenly the grants fall
+// among the workers, none of them allocates, or faults fresh pages in,
+// while a cell is measured (that would be charged to whichever
+// implementation first needed the room), and the memory reserved follows
+// the cell's length, not its callers. The zero value is empty.
+type grantPool struct {
+	buf  []uint32
+	next atomic.Int64 // the start of the next chunk to hand out
+}
+
+// reserve empties the pool and makes it hold at least n grants, touching
+// new memory.
+func (p *grantPool) reserve(n int) {
+	if len(p.buf) < n {
+		p.buf = make([]uint32, n)
+		clear(p.buf)
+	}
+	p.next.Store(0)
+}
+
+// chunk returns an empty chunk for a grant log: the pool's next one, or,
+// once the pool is used up, new memory.
+func (p *grantPool) chunk() []uint32 {
+	if end := p.next.Add(grantChunk); end <= int64(len(p.buf)) {
+		return p.buf[end-grantChunk : end-grantChunk : end]
+	}
+	return make([]uint32, 0, grantChunk)
+}
+
+// reserveChunks makes room in w's list of filled chunks for n, so that
+// logging grants does not allocate unless one worker logs far more than
+// its share.
+func (w *worker) reserveChunks(n int) {
+	if cap(w.filled) < n {
+		w.filled = make([][]uint32, 0, n)
 	}
 }
+
+// logGrant appends key index i to w's grant log.
+func (w *worker) logGrant(i uint32) {
+	if len(w.grants) == cap(w.grants) {
+		if len(w.grants) > 0 {
+			w.filled = append(w.filled, w.grants)
+		}
+		w.grants = w.pool.chunk()
+	}
+	w.grants = append(w.grants, i)
+}
+
+// grantLogs returns w's grant log, in chunks.
+func (w *worker) grantLogs() [][]uint32 { return append(w.filled, w.grants) }
 
 // timedCall makes one call and records its latency in w.hist, and also in
 // w.grantedHist if it granted a decision.
@@ -81,7 +128,7 @@ func (w *worker) account(i uint32, ok bool, err error) {
 		w.fail(err)
 	case ok:
 		w.granted++
-		w.grants = append(w.grants, i)
+		w.logGrant(i)
 	}
 }
 
@@ -109,7 +156,7 @@ func (w *worker) fail(err error) {
 func (w *worker) reset(batch int) {
 	w.pos = w.wl.startPos(w.id)
 	w.calls, w.grantedCalls, w.decisions, w.errs, w.granted, w.globalGrants = 0, 0, 0, 0, 0, 0
-	w.grants = w.grants[:0]
+	w.grants, w.filled = nil, w.filled[:0]
 	w.firstErr = nil
 	w.hist.reset()
 	w.grantedHist.reset()
@@ -148,12 +195,13 @@ type runner struct {
 	wl      *workload
 	workers []*worker
 	counts  []uint32 // granted tokens per key, tallied after each cell
+	pool    grantPool
 }
 
 func newRunner(wl *workload, maxCallers, batch int) *runner {
 	r := &runner{wl: wl, counts: make([]uint32, len(wl.keys))}
 	for i := range maxCallers {
-		w := &worker{id: i, wl: wl}
+		w := &worker{id: i, wl: wl, pool: &r.pool}
 		w.reset(batch)
 		r.workers = append(r.workers, w)
 	}
@@ -173,9 +221,12 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 		return nil, fmt.Errorf("open %s: %w", c.label(), err)
 	}
 	ws := r.workers[:c.callers]
+	chunks := int(maxRate*c.dur.Seconds())/grantChunk + c.callers + 1
+	r.pool.reserve(chunks * grantChunk)
 	for _, w := range ws {
 		w.reset(batch)
-		w.reserveGrants(int(maxRate*c.dur.Seconds())/c.callers + 1024)
+		w.reserveChunks(min(chunks, 4*chunks/c.callers+16))
+		w.grants = r.pool.chunk()
 	}
 	v := c.variant
 	if v == nil {
@@ -191,7 +242,10 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 		go func() {
 			defer wg.Done()
 			<-start
-			left := 0 // calls until the next timed one
+			// Calls until the next timed one; workers start at spread
+			// phases, so that the first calls, made in the burst at release,
+			// are no more often timed than the others.
+			left := w.id % sample
 			for !stop.Load() {
 				g := w.granted
 				if left == 0 {

@@ -184,7 +184,7 @@ func nearestRank(sorted []time.Duration, q float64) float64 {
 	if len(sorted) == 0 {
 		return 0
 	}
-	i := int(q*float64(len(sorted))+0.5) - 1
+	i := int(nearestRankOf(q, uint64(len(sorted)))) - 1
 	return float64(sorted[min(max(i, 0), len(sorted)-1)])
 }
 

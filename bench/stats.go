@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"math/bits"
 	"time"
 )
@@ -79,8 +80,7 @@ func (h *hist) quantile(q float64) time.Duration {
 	if h.n == 0 {
 		return 0
 	}
-	rank := uint64(q*float64(h.n) + 0.5)
-	rank = max(rank, 1)
+	rank := max(nearestRankOf(q, h.n), 1)
 	var cum uint64
 	for i, c := range h.counts {
 		cum += uint64(c)
@@ -90,4 +90,11 @@ func (h *hist) quantile(q float64) time.Duration {
 		}
 	}
 	return time.Duration(h.max)
+}
+
+// nearestRankOf is the rank (1-based) of the q-quantile of n values by the
+// nearest-rank method: ceil(q*n), less a hair, so that floating-point
+// error above a whole product cannot raise the rank.
+func nearestRankOf(q float64, n uint64) uint64 {
+	return uint64(math.Ceil(q*float64(n) - 1e-9))
 }

@@ -55,11 +55,14 @@ func newMapLimiter(stripes int) *mapLimiter {
 	return l
 }
 
-func (l *mapLimiter) stripeOf(key string) *stripe {
+func (l *mapLimiter) stripeOf(key string) *stripe { return &l.stripes[l.stripeIndex(key)] }
+
+// stripeIndex is the index of key's stripe.
+func (l *mapLimiter) stripeIndex(key string) uint64 {
 	if l.mask == 0 {
-		return &l.stripes[0]
+		return 0
 	}
-	return &l.stripes[xxhash.Sum64String(key)&l.mask]
+	return xxhash.Sum64String(key) & l.mask
 }
 
 // get returns the limiter of (d, key); the caller holds s.mu.
@@ -99,9 +102,10 @@ func (l *mapLimiter) limit(d *limitDef, key string, reserve bool) (bool, error) 
 // are held (in index order) so that checking both and then taking both is
 // atomic; this avoids x/time/rate's allocating Reservation.
 func (l *mapLimiter) limitAll(a *limitDef, ka string, b *limitDef, kb string) (bool, error) {
-	sa, sb := l.stripeOf(ka), l.stripeOf(kb)
+	ia, ib := l.stripeIndex(ka), l.stripeIndex(kb)
+	sa, sb := &l.stripes[ia], &l.stripes[ib]
 	first, second := sa, sb
-	if l.mask != 0 && xxhash.Sum64String(ka)&l.mask > xxhash.Sum64String(kb)&l.mask {
+	if ia > ib {
 		first, second = sb, sa
 	}
 	first.mu.Lock()
