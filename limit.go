@@ -32,7 +32,8 @@ func (l *Limiter) Check(ctx context.Context, r Request) (st Status, err error) {
 // request for which it is false with ErrInvalidCount, where a denial's
 // RetryAfter would never come true. r's errors are theirs too
 // (ErrUnknownLimit, ErrInvalidKey, ErrInvalidConfig, ErrInvalidCount for a
-// count that is no number of tokens); it reads no bucket and is safe for
+// count that is no number of tokens), and ErrClosed on a zero Limiter; it
+// reads no bucket (so it still answers after Close) and is safe for
 // concurrent use.
 func (l *Limiter) Grantable(r Request) (bool, error) {
 	if l.store == nil { // a zero Limiter

@@ -284,3 +284,37 @@ func TestOursMemoryWarmCallsDoNotAllocate(t *testing.T) {
 		im.close()
 	}
 }
+
+// A worker's grant log spans chunks of the pool, every grant counted
+// once; reset lets go of the last cell's chunks, so a pool that a later
+// cell replaces is not kept alive through them.
+func TestGrantLogChunks(t *testing.T) {
+	cfg := hbCfg(t, 10)
+	pool := &grantPool{}
+	pool.reserve(3 * grantChunk)
+	w := &worker{id: 0, wl: cfg.wl, pool: pool}
+	w.reset(0)
+	w.reserveChunks(8)
+	const n = 5*grantChunk + 7 // past the pool: the last chunks are new memory
+	for i := range n {
+		w.logGrant(uint32(i))
+	}
+	got := 0
+	for _, log := range w.grantLogs() {
+		for _, i := range log {
+			if int(i) != got {
+				t.Fatalf("grant %d logged as %d", got, i)
+			}
+			got++
+		}
+	}
+	if got != n {
+		t.Fatalf("%d grants in the log, want %d", got, n)
+	}
+	w.reset(0)
+	for i, c := range w.filled[:cap(w.filled)] {
+		if c != nil {
+			t.Fatalf("after reset, filled slot %d still holds a chunk", i)
+		}
+	}
+}

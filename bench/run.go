@@ -106,7 +106,9 @@ func (w *worker) logGrant(i uint32) {
 }
 
 // grantLogs returns w's grant log, in chunks.
-func (w *worker) grantLogs() [][]uint32 { return append(w.filled, w.grants) }
+func (w *worker) grantLogs() [][]uint32 {
+	return append(w.filled[:len(w.filled):len(w.filled)], w.grants) // a copy: filled's spare room stays empty
+}
 
 // timedCall makes one call and records its latency in w.hist, and also in
 // w.grantedHist if it granted a decision.
@@ -156,6 +158,7 @@ func (w *worker) fail(err error) {
 func (w *worker) reset(batch int) {
 	w.pos = w.wl.startPos(w.id)
 	w.calls, w.grantedCalls, w.decisions, w.errs, w.granted, w.globalGrants = 0, 0, 0, 0, 0, 0
+	clear(w.filled) // the last cell's chunks: let its pool go
 	w.grants, w.filled = nil, w.filled[:0]
 	w.firstErr = nil
 	w.hist.reset()
@@ -225,7 +228,7 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 	r.pool.reserve(chunks * grantChunk)
 	for _, w := range ws {
 		w.reset(batch)
-		w.reserveChunks(min(chunks, 4*chunks/c.callers+16))
+		w.reserveChunks(min(chunks, 8*chunks/c.callers+16))
 		w.grants = r.pool.chunk()
 	}
 	v := c.variant
@@ -245,7 +248,7 @@ func (r *runner) run(c *cell, batch int) (*result, error) {
 			// Calls until the next timed one; workers start at spread
 			// phases, so that the first calls, made in the burst at release,
 			// are no more often timed than the others.
-			left := w.id % sample
+			left := w.id * sample / len(ws)
 			for !stop.Load() {
 				g := w.granted
 				if left == 0 {

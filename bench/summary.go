@@ -138,7 +138,7 @@ func printSummary(w io.Writer, o *outcome) {
 	if len(o.failures) == 0 {
 		idle := ""
 		if n := idleChecks(o.results); n > 0 {
-			idle = fmt.Sprintf(" (%d too slow to test it: idle in -v)", n)
+			idle = fmt.Sprintf(" (%d not exercised: idle in -v)", n)
 		}
 		fmt.Fprintf(w, "correctness: every cell passed the admitted-token check, with no errors%s\n", idle)
 	} else {

@@ -204,6 +204,18 @@ func TestDecideQuotaMode(t *testing.T) {
 	if got := f.remaining("d", "b=x"); got != 99 {
 		t.Errorf("b holds %v, want 99", got)
 	}
+	// A quota that can never pass leaves the request to the others: it
+	// waits for the one used up (q2=y); with every quota unpassable it
+	// can never pass.
+	f.decide("d", desc(1, "q2=y"))
+	r = f.decide("d", desc(5, "q1=y"), desc(1, "q2=y"))
+	if r.Code != OverLimit || !r.Statuses[0].Never || r.RetryAfter != r.Statuses[1].RetryAfter || r.RetryAfter <= 0 {
+		t.Fatalf("a never quota and a used-up one: %+v, want over, the used-up one's wait", r)
+	}
+	r = f.decide("d", desc(5, "q1=y"), desc(5, "q2=y"))
+	if r.Code != OverLimit || r.RetryAfter != 0 {
+		t.Fatalf("two never quotas: %+v, want over, no wait", r)
+	}
 }
 
 func TestDecideNoLimit(t *testing.T) {

@@ -269,7 +269,7 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotas int) {
 	}
 	e.finishFollowers(res, s, false)
 	res.Code, res.RetryAfter = OverLimit, 0
-	quotaWait, quotasOver, never := time.Duration(-1), 0, false
+	quotaWait, quotasOver, quotasNever, never := time.Duration(-1), 0, 0, false
 	for k := range s.parts {
 		p := &s.parts[k]
 		st := &res.Statuses[p.st]
@@ -281,6 +281,8 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotas int) {
 			quotasOver++
 		}
 		switch {
+		case st.Never && p.quota: // the request may pass on another quota
+			quotasNever++
 		case st.Never:
 			never = true
 		case p.quota:
@@ -294,7 +296,7 @@ func (e *Engine) finishDenial(res *Result, s *scratch, quotas int) {
 	if quotas > 0 && quotasOver == quotas && quotaWait > 0 {
 		res.RetryAfter = max(res.RetryAfter, quotaWait)
 	}
-	if never { // the same request can never pass: no wait makes it
+	if never || quotas > 0 && quotasNever == quotas { // the same request can never pass: no wait makes it
 		res.RetryAfter = 0
 	}
 }
