@@ -47,7 +47,9 @@ type Status struct {
 	// is reserved debt. For a sharded limit it is an estimate.
 	Remaining float64
 	// RetryAfter: over the limit, the earliest wait after which the same
-	// descriptor can pass (0 when it never can: Never); granted as a
+	// descriptor can pass (0 when it never can: Never; for hits 0, a check
+	// of a bucket in debt, the wait until one token is free, up to one
+	// token's refill later than the debt is repaid); granted as a
 	// reservation, the wait before running the work; else 0.
 	RetryAfter time.Duration
 	// ResetAfter is how long until the limit is replenished: the end of
@@ -65,13 +67,18 @@ type Status struct {
 // Result is a request's outcome.
 type Result struct {
 	// Code is the request's: OverLimit when a descriptor that may deny it
-	// is over its limit (nothing was taken then), else OK.
+	// is over its limit (nothing was taken then), else OK. In a granted
+	// reservation, a hits-0 descriptor after a take on its bucket reports
+	// the debt that take reserved (OverLimit, with its wait) without
+	// denying the request.
 	Code Code
 	// Statuses has one Status per descriptor, in the request's order.
 	Statuses []Status
-	// RetryAfter: denied, the latest RetryAfter among the descriptors
-	// that denied it, 0 if one of them can never pass (Never); granted,
-	// the latest reservation wait.
+	// RetryAfter: denied, the latest RetryAfter of the regular
+	// descriptors over their limit and, when every quota_mode descriptor
+	// is over, the shortest of theirs; 0 when the request can never pass
+	// (a regular descriptor is Never, or every quota_mode one is).
+	// Granted, the latest reservation wait.
 	RetryAfter time.Duration
 	// FailedOpen: the limiter could not decide and Options.FailOpen
 	// answered OK; the statuses carry no limits.
