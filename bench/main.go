@@ -133,8 +133,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*config, error) {
 		return nil, fmt.Errorf("-d and -naive-d must be > 0")
 	case c.nkeys < 1 || c.nkeys > 1<<31:
 		return nil, fmt.Errorf("-keys must be in [1, 2^31]")
-	case c.sample < 1:
-		return nil, fmt.Errorf("-sample must be >= 1")
+	case c.sample < 1 || c.sample > 1<<20:
+		return nil, fmt.Errorf("-sample must be in [1, 2^20]")
 	case c.runs < 1:
 		return nil, fmt.Errorf("-runs must be >= 1")
 	case c.batch < 1:

@@ -205,7 +205,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		{"-chart", "out.jpg"}, {"-mode", "disk"}, {"-baselines", "redis"}, {"-scenario", "nope"},
-		{"-callers", "0"}, {"-runs", "0"}, {"extra"}, {"-key-burst", "1.9"}, {"-hot-rate", "15"},
+		{"-callers", "0"}, {"-runs", "0"}, {"extra"}, {"-key-burst", "1.9"}, {"-hot-rate", "15"}, {"-sample", "2000000"},
 	} {
 		if _, err := parse(bad...); err == nil {
 			t.Errorf("%q parsed", bad)
