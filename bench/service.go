@@ -248,7 +248,12 @@ func runService(cfg *config, stdout, stderr io.Writer) int {
 			for _, n := range cfg.callers {
 				per := make([][]serviceRun, len(ph.targets))
 				for r := range cfg.runs {
-					for i, t := range ph.targets {
+					for j := range ph.targets {
+						// Each run starts one service further along, so that
+						// none always follows the same one (a durable cell
+						// whose writes the disk is still flushing).
+						i := (j + r) % len(ph.targets)
+						t := ph.targets[i]
 						done++
 						of := ""
 						if cfg.runs > 1 {
