@@ -27,18 +27,20 @@ type KeyFunc func(*http.Request) (string, error)
 // such a listener, key requests with a KeyFunc of your own (Header, for
 // one your proxy sets).
 func ClientIP(trustedProxies ...netip.Prefix) KeyFunc {
+	// Addresses are unmapped (parseHop), and so are IPv4-mapped prefixes,
+	// such as ::ffff:10.0.0.0/104 (10.0.0.0/8), here: an IPv6 prefix wider
+	// than the mapped range (::/0, ::/64) then trusts no IPv4 address.
 	trusted := make([]netip.Prefix, len(trustedProxies))
 	for i, p := range trustedProxies {
-		trusted[i] = p.Masked()
+		p = p.Masked()
+		if p.Bits() >= 96 && p.Addr().Is4In6() {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		trusted[i] = p
 	}
 	isTrusted := func(a netip.Addr) bool {
-		// Addresses are unmapped (parseHop), so an IPv4 address is also
-		// checked in its IPv4-mapped IPv6 form against IPv4-mapped
-		// prefixes, such as ::ffff:10.0.0.0/104; an IPv6 prefix wider than
-		// the mapped range (::/0, ::/64) trusts no IPv4 address.
-		mapped := netip.AddrFrom16(a.As16())
 		for _, p := range trusted {
-			if p.Contains(a) || a.Is4() && p.Bits() >= 96 && p.Addr().Is4In6() && p.Contains(mapped) {
+			if p.Contains(a) {
 				return true
 			}
 		}
