@@ -226,22 +226,24 @@ func (l *Log) DB() *bolt.DB { return l.db }
 // FileKind names the kind of file m describes, for errors about a path
 // that is not a regular file: "a directory", "a named pipe", and so on.
 func FileKind(m fs.FileMode) string {
-	switch t := m.Type(); {
-	case t == 0:
-		return "a regular file"
-	case t&fs.ModeDir != 0:
-		return "a directory"
-	case t&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case t&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case t&fs.ModeSocket != 0:
-		return "a socket"
-	case t&fs.ModeCharDevice != 0:
-		return "a character device"
-	case t&fs.ModeDevice != 0:
-		return "a block device"
-	default:
-		return "not a regular file (" + t.String() + ")"
+	for _, k := range fileKinds {
+		if m&k.bit != 0 {
+			return k.name
+		}
 	}
+	return "an irregular file (" + m.Type().String() + ")"
+}
+
+// fileKinds names the type bits, a character device's before the device
+// bit it also has.
+var fileKinds = []struct {
+	bit  fs.FileMode
+	name string
+}{
+	{fs.ModeDir, "a directory"},
+	{fs.ModeSymlink, "a symbolic link"},
+	{fs.ModeNamedPipe, "a named pipe"},
+	{fs.ModeSocket, "a socket"},
+	{fs.ModeCharDevice, "a character device"},
+	{fs.ModeDevice, "a block device"},
 }

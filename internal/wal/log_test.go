@@ -6,6 +6,7 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -169,5 +170,25 @@ func TestOpenDirectoryUnderFile(t *testing.T) {
 	if err == nil {
 		l.Close()
 		t.Fatal("Open under a regular file succeeded")
+	}
+}
+
+// FileKind names what a path that is not a regular file is.
+func TestFileKind(t *testing.T) {
+	for _, c := range []struct {
+		mode fs.FileMode
+		want string
+	}{
+		{fs.ModeDir | 0o755, "a directory"},
+		{fs.ModeSymlink, "a symbolic link"},
+		{fs.ModeNamedPipe | 0o600, "a named pipe"},
+		{fs.ModeSocket, "a socket"},
+		{fs.ModeDevice | fs.ModeCharDevice, "a character device"},
+		{fs.ModeDevice, "a block device"},
+		{fs.ModeIrregular, "an irregular file (?---------)"},
+	} {
+		if got := FileKind(c.mode); got != c.want {
+			t.Errorf("FileKind(%v) = %q, want %q", c.mode, got, c.want)
+		}
 	}
 }
