@@ -6,6 +6,8 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -114,6 +116,55 @@ func TestClockBackAfterDropMintsNothing(t *testing.T) {
 			bound := 10 + 10*61.0/60 // capacity + rate * elapsed over [t0, t0+61s]
 			if granted > bound {
 				t.Errorf("granted %v tokens within [t0, t0+61s] of clock time, bound %.2f: a clock step back minted tokens", granted, bound)
+			}
+		})
+	}
+}
+
+// SEMANTICS' bound for a restart behind a drop: the file keeps no clock,
+// so a bucket dropped as full comes back after a restart fresh at the
+// earlier clock and refills as that clock advances, where the process
+// that dropped it counts no refill for time it has already counted. Over
+// the minute the clock went back, the process grants the capacity alone
+// (10); the restarted one that plus the minute's refill (20): no more than
+// capacity + rate x the real time that passed.
+func TestClockBackAcrossARestart(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		restart bool
+		want    float64
+	}{{false, 10}, {true, 20}} {
+		t.Run(fmt.Sprintf("restart=%v", c.restart), func(t *testing.T) {
+			clk := newClock()
+			opts := Options{Now: clk.Now, Path: filepath.Join(t.TempDir(), "rl.db"), Limits: map[string]Config{"t": tb(10, M)}}
+			l := open(t, opts)
+			clk.Set(t0.Add(2 * M))
+			grant(t, l, Request{Name: "t", Count: 10})
+			if err := l.Credit(ctx, "t", "", 10); err != nil { // full: dropped
+				t.Fatal(err)
+			}
+			if c.restart {
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				l = open(t, opts)
+			}
+			granted := 0.0
+			for at := t0.Add(M); !at.After(t0.Add(2 * M)); at = at.Add(6 * time.Second) {
+				clk.Set(at) // the clock went back a minute, then runs on
+				for {
+					st, err := l.Limit(ctx, Request{Name: "t"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !st.OK {
+						break
+					}
+					granted++
+				}
+			}
+			if granted != c.want {
+				t.Errorf("granted %v over the minute the clock went back, want %v", granted, c.want)
 			}
 		})
 	}
