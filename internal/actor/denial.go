@@ -21,7 +21,9 @@ import (
 // difference, which is the exact wait the mutex's holder would work out,
 // without working it out. A grant, or any other outcome, goes through the
 // mutex as before; a grant of the published bucket publishes its new
-// state.
+// state. Atomic calls decided under the mutexes publish their denials
+// too, and one that a record denies is decided without that partition's
+// mutex (Group.decideDenied).
 //
 // The record is a sequence lock. The partition's epoch is odd while the
 // record is being written; it moves on when an executor takes the
@@ -180,16 +182,11 @@ func (d *denials) publish(it *Item, mem *Member, now int64) (grantAt int64, ok b
 // mem.OK and u as decideSingle would, counts the denial, and reports
 // whether it did.
 func (d *denials) repeat(it *Item, mem *Member, now int64, clock func() int64, u *undescribed) bool {
-	e := d.epoch.Load()
-	if e&1 != 0 || d.pub.Load() != e || !d.holds(it) ||
-		d.count.Load() != math.Float64bits(mem.Count) || d.reserve.Load() != mem.Reserve {
+	r, ok := d.read(it, mem)
+	if !ok {
 		return false
 	}
-	s := bucket.State{Value: math.Float64frombits(d.value.Load()), TS: d.ts.Load()}
-	at, grantAt := d.now.Load(), d.grantAt.Load()
-	if d.epoch.Load() != e {
-		return false
-	}
+	s, at, grantAt := r.s, r.at, r.grantAt
 	if now < at {
 		// Read before the denial's reading: read again, as the mutex's
 		// holder would (Partition.setNow).
@@ -217,6 +214,35 @@ func (d *denials) repeat(it *Item, mem *Member, now int64, clock func() int64, u
 	}
 	return true
 }
+
+// record is a published denial as a reader saw it.
+type record struct {
+	s           bucket.State
+	at, grantAt int64  // the denial's reading; from when it is granted (see denials.grantAt)
+	epoch       uint64 // the partition's epoch it was read at
+}
+
+// read returns the published record if it applies to mem on it's bucket:
+// a take or check of the same count and reserve on the same bucket, under
+// the same limit, with nothing changed since it was published. The
+// record stays true while the epoch is r.epoch (see current).
+func (d *denials) read(it *Item, mem *Member) (r record, ok bool) {
+	e := d.epoch.Load()
+	if e&1 != 0 || d.pub.Load() != e || !d.holds(it) ||
+		d.count.Load() != math.Float64bits(mem.Count) || d.reserve.Load() != mem.Reserve {
+		return record{}, false
+	}
+	r = record{
+		s:       bucket.State{Value: math.Float64frombits(d.value.Load()), TS: d.ts.Load()},
+		at:      d.now.Load(),
+		grantAt: d.grantAt.Load(),
+		epoch:   e,
+	}
+	return r, d.epoch.Load() == e
+}
+
+// current reports whether a record read at epoch e is still true.
+func (d *denials) current(e uint64) bool { return d.epoch.Load() == e }
 
 // keyIs reports whether the published key is key.
 func (d *denials) keyIs(key string) bool {

@@ -23,6 +23,10 @@ type Group struct {
 	stopOnce sync.Once
 	stopped  chan struct{} // closed once Stop has stopped every partition
 	final    Counts        // the partitions' own counts as they stopped (see sum)
+
+	// besideHook, set by tests, runs in decideDenied once the other
+	// partitions are loaded, before the call is decided.
+	besideHook func()
 }
 
 // NewGroup makes n partitions sharing log and clock (Unix nanoseconds).

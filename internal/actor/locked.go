@@ -5,11 +5,11 @@ package actor
 // two-phase call) can be decided on directly by a caller holding its
 // mutex, as a striped lock would be: no one can take its executor token
 // meanwhile, and nothing is queued to run after. A call over several such
-// partitions takes their mutexes in partition order (the order every
-// multi-partition protocol here uses), so it cannot deadlock, and decides
-// all its buckets at once: no holds, no messages. Mutexes are otherwise
-// held only briefly and never while waiting for another, so the ordered
-// acquisition cannot wait on a cycle.
+// partitions takes all their mutexes and decides all its buckets at once:
+// no holds, no messages. It waits for a mutex either holding none, or in
+// partition order (the order every multi-partition protocol here uses);
+// mutexes are otherwise held only briefly and never while waiting for
+// another, so no wait is on a cycle (see lockRanges).
 
 // idleLocked reports, with p.mu held, whether p can be decided on directly.
 func (p *Partition) idleLocked() bool {
@@ -72,19 +72,17 @@ func (g *Group) DecideAlone(it *Item, mem *Member) bool {
 
 // decideLocked decides an atomic call over several partitions under their
 // mutexes, if every one of them is idle (see the top of this file); false
-// means nothing was done, and the call takes the two-phase path.
+// means nothing was done, and the call takes the two-phase path. A call
+// that a published denial (denial.go) denies is decided without that
+// partition's mutex when it can be (decideDenied).
 func (g *Group) decideLocked(c *Call) bool {
-	locked := 0
-	defer func() {
-		for _, r := range c.ranges[:locked] {
-			g.parts[r.part].mu.Unlock()
-		}
-	}()
+	if k, r, ok := g.deniedRange(c); ok && g.decideDenied(c, k, r) {
+		return true
+	}
+	g.lockRanges(c, -1)
+	defer g.unlockRanges(c, -1)
 	for _, r := range c.ranges {
-		p := g.parts[r.part]
-		p.mu.Lock()
-		locked++
-		if !p.idleLocked() {
+		if !g.parts[r.part].idleLocked() {
 			return false
 		}
 	}
@@ -116,7 +114,159 @@ func (g *Group) decideLocked(c *Call) bool {
 				}
 			}
 		}
+	} else {
+		g.publishDenials(c)
 	}
 	ran = true
 	return true
+}
+
+// publishDenials follows the denial of c under its partitions' mutexes:
+// each member denied on a bucket of its own (one bucket, named by no other
+// item of c, so that its state is as loaded) counts towards publishing its
+// denial, as DecideAlone's do (Partition.decided).
+func (g *Group) publishDenials(c *Call) {
+	for i := range c.Items {
+		if c.Items[i].canon != int32(i) {
+			return // a bucket named twice: its state may have been replayed
+		}
+	}
+	for _, r := range c.ranges {
+		p := g.parts[r.part]
+		for i := r.lo; i < r.hi; i++ {
+			it := &c.Items[i]
+			if it.member < 0 || it.Err != nil {
+				continue
+			}
+			if m := &c.Members[it.member]; !m.OK && m.Op != OpCredit && m.Second < 0 {
+				p.decided(it, m)
+			}
+		}
+	}
+}
+
+// deniedRange finds a range of c, one of several, that holds one bucket
+// (once, or repeated), the only bucket of its first member, with a
+// published denial of that member's request (denials.read).
+func (g *Group) deniedRange(c *Call) (k int, r record, ok bool) {
+	if len(c.ranges) < 2 {
+		return 0, record{}, false
+	}
+	for k, sp := range c.ranges {
+		it := &c.Items[sp.lo]
+		if it.member < 0 || it.canon != sp.lo || c.Items[sp.hi-1].canon != sp.lo {
+			continue // repeats are adjacent: the last item names the first's bucket, or another
+		}
+		m := &c.Members[it.member]
+		if m.Second >= 0 || m.Op == OpCredit {
+			continue
+		}
+		if r, ok := g.parts[sp.part].denials.read(it, m); ok {
+			return k, r, true
+		}
+	}
+	return 0, record{}, false
+}
+
+// decideDenied decides c, whose range k a published denial r applies to,
+// under the mutexes of its other partitions only: range k's bucket is read
+// from r, whose state stays true while the record does. It reports whether
+// it decided c: only a denial, and only if r stayed true until the end;
+// otherwise nothing is written and c is decided with every mutex.
+func (g *Group) decideDenied(c *Call, k int, r record) bool {
+	g.lockRanges(c, k)
+	defer g.unlockRanges(c, k)
+	for i, sp := range c.ranges {
+		if i != k && !g.parts[sp.part].idleLocked() {
+			return false
+		}
+	}
+	ran := false
+	defer crashUnlessRan(&ran)
+	now := g.clock() // s is the bucket's state at any reading while the record holds
+	for i, sp := range c.ranges {
+		if i == k {
+			continue
+		}
+		p := g.parts[sp.part]
+		p.now, p.last = now, max(p.last, now)
+		if p.load(msg{call: c, kind: kindDecide, lo: sp.lo, hi: sp.hi}, false) != nil {
+			ran = true
+			return false // a refusal: decided with every mutex
+		}
+	}
+	if g.besideHook != nil {
+		g.besideHook()
+	}
+	sp := c.ranges[k]
+	it := &c.Items[sp.lo]
+	it.State, it.ref = r.s, nil
+	if decideAll(c, now) || !g.parts[sp.part].denials.current(r.epoch) {
+		for i := range c.Items {
+			c.Items[i].Write = false
+		}
+		ran = true
+		return false
+	}
+	counter := c.ranges[0]
+	if k == 0 {
+		counter = c.ranges[1]
+	}
+	g.parts[counter.part].counts.count(c, false)
+	ran = true
+	return true
+}
+
+// lockRounds bounds the rounds of lockRanges's first protocol.
+const lockRounds = 4
+
+// lockRanges locks the mutexes of c's partitions but range skip's (-1:
+// none). It first waits only while holding none of them: it tries every
+// mutex, and when one is taken, it releases those it holds, waits for that
+// one alone, and tries the others again. A contended partition (a global
+// limit's) is so waited for by callers that hold nothing, instead of by
+// callers that hold their own partitions and make the callers behind those
+// wait too. After lockRounds rounds it waits in partition order, the order
+// every multi-partition protocol here uses, which cannot deadlock.
+func (g *Group) lockRanges(c *Call, skip int) {
+	rs := c.ranges
+	wait := -1 // the range whose mutex was taken, to wait for holding none
+	for range lockRounds {
+		if wait >= 0 {
+			g.parts[rs[wait].part].mu.Lock()
+		}
+		failed := -1
+		for i, r := range rs {
+			if i != wait && i != skip && !g.parts[r.part].mu.TryLock() {
+				failed = i
+				break
+			}
+		}
+		if failed < 0 {
+			return
+		}
+		for i, r := range rs[:failed] {
+			if i != wait && i != skip {
+				g.parts[r.part].mu.Unlock()
+			}
+		}
+		if wait >= 0 {
+			g.parts[rs[wait].part].mu.Unlock()
+		}
+		wait = failed
+	}
+	for i, r := range rs {
+		if i != skip {
+			g.parts[r.part].mu.Lock()
+		}
+	}
+}
+
+// unlockRanges unlocks what lockRanges(c, skip) locked.
+func (g *Group) unlockRanges(c *Call, skip int) {
+	for i, r := range c.ranges {
+		if i != skip {
+			g.parts[r.part].mu.Unlock()
+		}
+	}
 }

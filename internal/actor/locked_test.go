@@ -3,7 +3,9 @@ package actor
 // Deciding under the partitions' mutexes (locked.go).
 
 import (
+	"context"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -58,5 +60,240 @@ func TestDecideAloneMatchesCall(t *testing.T) {
 	}
 	if n := alone.Counts(); n.Reservations == 0 || n.Denials == 0 || n.Grants == 0 {
 		t.Errorf("the stream never reserved, denied or granted: %+v", n)
+	}
+}
+
+// An atomic call that a published denial denies is decided without that
+// partition's mutex (decideDenied) and decides as the partitions'
+// goroutines do: over a random stream of calls over a hot bucket and
+// others (takes and checks, reservations, the hot bucket named twice, its
+// partition shared with another bucket) between lone requests that
+// publish its denials, credits that change it, and a clock that steps
+// forward and back, a group deciding under mutexes gives the same
+// members, waits, counts and stored states as one that queues every
+// message. The stream must decide calls from published denials, or it
+// tests nothing.
+func TestDeniedCallMatchesQueued(t *testing.T) {
+	lims := mixedLims()
+	now := t0
+	clock := func() int64 { return now }
+	locked := NewGroup(3, NopLog{}, clock)
+	locked.Start()
+	t.Cleanup(locked.Stop)
+	queued := NewGroup(3, NopLog{}, clock)
+	queued.QueueOnly()
+	queued.Start()
+	t.Cleanup(queued.Stop)
+
+	rng := rand.New(rand.NewPCG(5, 6))
+	users := []string{"u0", "u1", "u2", "u3", "u4", "u5"}
+	type pick struct {
+		li   int
+		key  string
+		mem  Member
+		same int // >= 0: the bucket of member same again
+	}
+	build := func(g *Group, picks []pick) *Call {
+		c := NewCall()
+		c.Atomic = true
+		for m, p := range picks {
+			mem := p.mem
+			mem.First = c.AddItem(itemFor(g, lims[p.li], string(rune('p'+p.li)), p.key, 0), int32(m), false)
+			c.Members = append(c.Members, mem)
+		}
+		return c
+	}
+	member := func(op Op, count float64, reserve bool) Member {
+		return Member{Op: op, Count: count, Reserve: reserve, Second: -1}
+	}
+	applied := 0
+	for step := range 20000 {
+		li := rng.IntN(len(lims))
+		hot := pick{li: li, key: "hot", same: -1}
+		switch r := rng.IntN(100); {
+		case r < 10:
+			now += rng.Int64N(int64(20 * time.Millisecond))
+		case r < 11:
+			now -= rng.Int64N(int64(5 * time.Millisecond))
+		case r < 13:
+			hot.mem = member(OpCredit, float64(rng.IntN(2)+1), false)
+			for _, g := range []*Group{locked, queued} {
+				c := build(g, []pick{hot})
+				decide(t, g, c)
+				c.Release()
+			}
+		case r < 40: // a lone request, which publishes the hot bucket's denials
+			mem := member(OpTake, 1, rng.IntN(4) == 0)
+			it := itemFor(locked, lims[li], string(rune('p'+li)), "hot", 0)
+			got := mem
+			if !locked.DecideAlone(&it, &got) {
+				t.Fatalf("step %d: DecideAlone on an idle memory partition declined", step)
+			}
+			if want := byCall(t, queued, itemFor(queued, lims[li], string(rune('p'+li)), "hot", 0), mem); got != want {
+				t.Fatalf("step %d: alone %+v, queued %+v", step, got, want)
+			}
+		default:
+			hot.mem = member([]Op{OpTake, OpTake, OpTake, OpCheck}[rng.IntN(4)], float64(rng.IntN(4)/3+1), rng.IntN(4) == 0)
+			picks := []pick{hot}
+			for range rng.IntN(2) + 1 {
+				u := pick{li: rng.IntN(len(lims)), key: users[rng.IntN(len(users))], same: -1}
+				u.mem = member([]Op{OpTake, OpTake, OpCheck}[rng.IntN(3)], float64(rng.IntN(3)+1), rng.IntN(4) == 0)
+				picks = append(picks, u)
+			}
+			if rng.IntN(8) == 0 {
+				again := hot
+				again.mem = member(OpTake, 1, false)
+				picks = append(picks, again)
+			}
+			a, q := build(locked, picks), build(queued, picks)
+			hi := a.Items[0]
+			_, published := locked.parts[hi.Part].denials.read(&hi, &a.Members[0])
+			decide(t, locked, a)
+			decide(t, queued, q)
+			if published && !a.Members[0].OK {
+				applied++
+			}
+			for m := range a.Members {
+				if a.Members[m] != q.Members[m] {
+					t.Fatalf("step %d, member %d of %+v at %d:\nlocked %+v\nqueued %+v", step, m, picks, now, a.Members[m], q.Members[m])
+				}
+			}
+			if a.Wait != q.Wait || a.FirstErr() != q.FirstErr() {
+				t.Fatalf("step %d: wait %d, error %v locked; %d, %v queued", step, a.Wait, a.FirstErr(), q.Wait, q.FirstErr())
+			}
+			a.Release()
+			q.Release()
+		}
+	}
+	if applied < 1000 {
+		t.Errorf("%d calls were denied with a published denial of their hot bucket: the stream does not exercise the path", applied)
+	}
+	if a, q := locked.Counts(), queued.Counts(); a != q {
+		t.Errorf("counts locked %+v, queued %+v", a, q)
+	}
+	var items []Item
+	for li, lim := range lims {
+		for _, key := range append([]string{"hot"}, users...) {
+			items = append(items, itemFor(locked, lim, string(rune('p'+li)), key, 0))
+		}
+	}
+	sameStates(t, locked, queued, items)
+}
+
+// A call denied by a published denial of one of its buckets does not wait
+// for that bucket's partition: it is decided while another caller holds
+// the partition's mutex.
+func TestDeniedCallLeavesThePublishedMutex(t *testing.T) {
+	g := NewGroup(2, NopLog{}, frozen)
+	g.Start()
+	t.Cleanup(g.Stop)
+	hot, user := twoParts(g, tokenLim(1))
+	publishDenial(t, g, hot)
+	mu := &g.parts[hot.Part].mu
+	mu.Lock()
+	held := true
+	t.Cleanup(func() { // before Stop, which would wait for the mutex
+		if held {
+			mu.Unlock()
+		}
+	})
+	c := takeCall(1, hot, user)
+	waitChan(t, async(func() { decide(t, g, c) }), "a denied call while the hot partition's mutex is held")
+	mu.Unlock()
+	held = false
+	if c.Members[0].OK || !c.Members[1].OK || c.Members[0].RetryAfter != int64(time.Hour) {
+		t.Errorf("members %+v: want the hot bucket denied for an hour, the other grantable", c.Members)
+	}
+	if v := value(t, g, user); v != 1 {
+		t.Errorf("the other bucket holds %v tokens after a denied call, want 1", v)
+	}
+	c.Release()
+}
+
+// Calls over overlapping sets of partitions, in every order, from many
+// goroutines, while lone requests and calls of one partition run beside
+// them, all end (the mutexes cannot deadlock) and account exactly: on a
+// frozen clock, every bucket grants exactly its capacity.
+func TestLockedCallsUnderContention(t *testing.T) {
+	const parts, buckets, capacity = 4, 8, 300
+	g := NewGroup(parts, NopLog{}, frozen)
+	g.Start()
+	t.Cleanup(g.Stop)
+	lim := tokenLim(capacity)
+	items := make([]Item, buckets)
+	for i := range items {
+		items[i] = itemFor(g, lim, "n", keyOn(g, "n", int32(i%parts), i/parts), 0)
+	}
+	granted := make([]atomic.Int64, buckets)
+	done := spawn(16, 7, 8, func(r *rand.Rand) {
+		for range 400 {
+			if r.IntN(4) == 0 {
+				i := r.IntN(buckets)
+				it, m := items[i], Member{Op: OpTake, Count: 1, Second: -1}
+				if !g.DecideAlone(&it, &m) {
+					t.Error("DecideAlone on an idle memory partition declined")
+					return
+				}
+				if m.OK {
+					granted[i].Add(1)
+				}
+				continue
+			}
+			pick := r.Perm(buckets)[:2+r.IntN(2)]
+			var its []Item
+			for _, i := range pick {
+				its = append(its, items[i])
+			}
+			c := takeCall(1, its...)
+			if _, err := g.Decide(context.Background(), c); err != nil {
+				t.Error(err)
+			}
+			all := true
+			for _, m := range c.Members {
+				all = all && m.OK
+			}
+			if all {
+				for _, i := range pick {
+					granted[i].Add(1)
+				}
+			}
+			c.Release()
+		}
+	})
+	waitChan(t, done, "the callers")
+	for i := range items {
+		if n, v := granted[i].Load(), value(t, g, items[i]); float64(n)+v != capacity || n == 0 {
+			t.Errorf("bucket %d: %d granted and %v left, want %d in all", i, n, v, capacity)
+		}
+	}
+}
+
+// A published denial that stops being true while a call is decided from
+// it (the bucket is credited meanwhile) does not decide the call: it is
+// decided again under every mutex, and granted.
+func TestDeniedCallSeesTheBucketChange(t *testing.T) {
+	g := NewGroup(2, NopLog{}, frozen)
+	g.Start()
+	t.Cleanup(g.Stop)
+	hot, user := twoParts(g, tokenLim(1))
+	publishDenial(t, g, hot)
+	g.besideHook = func() {
+		g.besideHook = nil
+		it, m := hot, Member{Op: OpCredit, Count: 1, Second: -1}
+		if !g.DecideAlone(&it, &m) {
+			t.Error("the credit was not decided")
+		}
+	}
+	c := takeCall(1, hot, user)
+	defer c.Release()
+	decide(t, g, c)
+	if g.besideHook != nil {
+		t.Fatal("the call was not decided from the published denial")
+	}
+	if !c.Members[0].OK || !c.Members[1].OK {
+		t.Errorf("members %+v: want both granted after the credit", c.Members)
+	}
+	if v := value(t, g, hot); v != 0 {
+		t.Errorf("the hot bucket holds %v tokens, want 0", v)
 	}
 }
