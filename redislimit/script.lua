@@ -91,13 +91,15 @@ local function nanos(dus, drem)
 end
 
 -- bucket.Limit.Project: s refilled up to now (nu, nr), capped.
+-- (le, sub and nanos written out: it runs several times a decision)
 local function project(l, v, tus, trem, nu, nr)
   local cap = LC[l]
-  if le(nu, nr, tus, trem) then -- no time passed (or the clock went back)
+  if nu < tus or (nu == tus and nr <= trem) then -- no time passed (or the clock went back)
     if cap < v then v = cap end
     return v, tus, trem
   end
-  local dus, drem = sub(nu, nr, tus, trem)
+  local dus, drem = nu - tus, nr - trem
+  if drem < 0 then dus, drem = dus - 1, drem + 1000 end
   if LK[l] == 2 then
     if dus < LPu[l] or (dus == LPu[l] and drem < LPr[l]) then
       if cap < v then v = cap end
@@ -109,7 +111,13 @@ local function project(l, v, tus, trem, nu, nr)
     local sus, srem = sub(nu, nr, rus, rrem)
     return v, sus, srem
   end
-  v = v + nanos(dus, drem) * LR[l] / LF[l]
+  local d
+  if dus < 9007199254740 then
+    d = dus * 1000 + drem
+  else
+    d = nanos(dus, drem)
+  end
+  v = v + d * LR[l] / LF[l]
   if cap < v then v = cap end
   return v, nu, nr
 end
@@ -225,8 +233,10 @@ end
 -- The bucket cache, by key index: CP[k] is true (present) or false
 -- (absent); CV, CU, CR its state; CE its room record (see "Holds"; nil:
 -- none); CW the item whose limit last wrote it; KS the section that wrote
--- it.
-local CP, CV, CU, CR, CE, CW, KS = {}, {}, {}, {}, {}, {}, {}
+-- it; CB the 24 bytes it was read as, while its state is still theirs
+-- (nil once written, or if it had a room record), which a reply repeats
+-- instead of packing the state again.
+local CP, CV, CU, CR, CE, CW, KS, CB = {}, {}, {}, {}, {}, {}, {}, {}
 
 -- # Holds
 --
@@ -338,15 +348,19 @@ local function state(i)
 end
 local function put(k, i, v, u, r)
   record(k, i, v)
-  CP[k], CV[k], CU[k], CR[k], CW[k] = true, v, u, r, i
+  CP[k], CV[k], CU[k], CR[k], CW[k], CB[k] = true, v, u, r, i, nil
+  mark(k)
+end
+-- gone deletes bucket k (full, or reset).
+local function gone(k)
+  CP[k], CE[k], CB[k] = false, nil, nil
   mark(k)
 end
 -- a decided state: a full bucket is deleted (full equals absent)
 local function store(k, i, v, u, r)
   local l = IL[i]
   if project(l, v, u, r, nus, nrem) >= LC[l] then
-    CP[k], CE[k] = false, nil
-    mark(k)
+    gone(k)
     dropped(u, r)
   else
     put(k, i, v, u, r)
@@ -359,6 +373,42 @@ local ST = {[0] = '\0', '\1', '\2'}
 local function emit(v, u, r, present)
   nOut = nOut + 1
   out[nOut] = pack('<Bddd', present and 1 or 0, v, u, r)
+end
+-- FB[l]: the reply's bytes for an absent token bucket of limit l, fresh
+-- at the call's clock (set per call).
+local FB = {}
+-- emitPrior is emit of item i's state (v, u, r, present, as state(i)
+-- returned it) without packing what the call already holds as bytes: a
+-- token bucket still as read (its stored bytes), or absent and fresh at
+-- the call's clock. Both are the bytes emit would pack.
+local function emitPrior(i, v, u, r, present)
+  local l = IL[i]
+  if LK[l] == 1 then
+    if present then
+      local b = CB[IK[i]]
+      if b then
+        out[nOut + 1], out[nOut + 2] = ST[1], b
+        nOut = nOut + 2
+        return
+      end
+    elseif u == nus and r == nrem then
+      local b = FB[l]
+      if not b then
+        b = pack('<Bddd', 0, v, u, r)
+        FB[l] = b
+      end
+      nOut = nOut + 1
+      out[nOut] = b
+      return
+    end
+  end
+  emit(v, u, r, present)
+end
+-- emitItem emits item i's prior state and returns it, as state(i).
+local function emitItem(i)
+  local v, u, r, present = state(i)
+  emitPrior(i, v, u, r, present)
+  return v, u, r, present
 end
 
 -- A unit's tentative writes, applied to the cache when it is granted;
@@ -513,6 +563,7 @@ local function begin(keys, args)
   nL, nI, nS, b0, nB, sweepN, verify, holdMs, pos = sunpack('<HHHHHHHd', prog, 1)
   for i = 1, nL do
     LK[i], LR[i], LF[i], LC[i], LM[i], LPu[i], LPr[i], pos = sunpack('<Bdddddd', prog, pos)
+    FB[i] = nil
   end
   for i = 1, nI do
     IK[i], IL[i], IHu[i], IHr[i], pos = sunpack('<HHdd', prog, pos)
@@ -569,10 +620,12 @@ local function load(b0, nB)
         if #b > 24 then
           local e = {}
           for j = 1, (#b - 24) / 8 do e[j], at = sunpack('<d', b, at) end
-          CE[k] = e
+          CE[k], CB[k] = e, nil
+        else
+          CB[k] = b
         end
       else
-        CP[k] = false
+        CP[k], CB[k] = false, nil
         nAbsent = nAbsent + 1
         absent[nAbsent] = KEYS[k]
       end
@@ -600,8 +653,7 @@ end
 local function decideOne(op, res, i, count, holdK)
   nOut = nOut + 1
   local at = nOut
-  local v, u, r, present = state(i)
-  emit(v, u, r, present)
+  local v, u, r = emitItem(i)
   local good, nv, nu, nr = take(IL[i], v, u, r, nus, nrem, count, res)
   out[at] = good and ST[1] or ST[0]
   if good then
@@ -633,8 +685,8 @@ local function decideKind(n, holdK)
   nOut = nOut + 1
   local at = nOut
   for m = 1, n do
-    emit(state(mA[m]))
-    if mB[m] > 0 then emit(state(mB[m])) end
+    emitItem(mA[m])
+    if mB[m] > 0 then emitItem(mB[m]) end
   end
   local status = decideUnit(n)
   if status == 1 then
@@ -660,11 +712,9 @@ local function itemsKind(kind, n)
     local i
     i, pos = sunpack('<H', prog, pos)
     if kind == 2 then
-      emit(state(i))
+      emitItem(i)
     else
-      local k = IK[i]
-      CP[k], CE[k] = false, nil
-      mark(k)
+      gone(IK[i])
     end
   end
 end
@@ -722,8 +772,7 @@ local function settleKind(n, holdK)
         if tp == 1 then
           put(k, i, tv, tu, tr)
         else
-          CP[k], CE[k] = false, nil
-          mark(k)
+          gone(k)
         end
       elseif amount > 0 and room > 0 then
         if room < amount then amount = room end
@@ -732,6 +781,20 @@ local function settleKind(n, holdK)
       end
     end
   end
+end
+
+-- EXS[ms]: the decimal string of an expiry this call has formatted
+-- (keys written in one call mostly share a few); EXL lists them, to
+-- clear.
+local EXS, EXL = {}, {}
+local function expiryArg(ms)
+  local s = EXS[ms]
+  if not s then
+    s = format('%d', ms)
+    EXS[ms] = s
+    EXL[#EXL + 1] = ms
+  end
+  return s
 end
 
 -- writeBack stores what changed, with its expiry, and the holds.
@@ -755,7 +818,7 @@ local function writeBack()
           call('ZREM', KEYS[expK], KEYS[k])
         end
       elseif tu then -- whole milliseconds, as a decimal string (Redis 7.0 formats a number argument with %.17g, which costs more)
-        call('SET', KEYS[k], blob, 'PXAT', format('%d', expiryMs(tu)))
+        call('SET', KEYS[k], blob, 'PXAT', expiryArg(expiryMs(tu)))
       else
         call('SET', KEYS[k], blob)
       end
@@ -769,6 +832,9 @@ local function writeBack()
   end
   for j = 1, nS do
     if SDc[j] then call('SET', KEYS[SDk[j]], dropRecord(j)) end
+  end
+  for j = 1, #EXL do
+    EXS[EXL[j]], EXL[j] = nil, nil
   end
 end
 
