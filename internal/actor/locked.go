@@ -233,6 +233,7 @@ func (g *Group) lockRanges(c *Call, skip int) {
 	wait := -1 // the range whose mutex was taken, to wait for holding none
 	for range lockRounds {
 		if wait >= 0 {
+			g.prefetch(c, wait, skip)
 			g.parts[rs[wait].part].mu.Lock()
 		}
 		failed := -1
@@ -268,5 +269,31 @@ func (g *Group) unlockRanges(c *Call, skip int) {
 		if i != skip {
 			g.parts[r.part].mu.Unlock()
 		}
+	}
+}
+
+// prefetch looks up c's buckets in each partition whose mutex is free,
+// but ranges wait and skip's, under that mutex alone: lockRanges does so
+// before it waits for a taken mutex (a contended partition's, a global
+// limit's), so that the lookups it then makes holding that mutex find the
+// other buckets in the processor's cache, and a bucket that was not (a
+// key among millions) costs its miss outside the contended critical
+// section.
+func (g *Group) prefetch(c *Call, wait, skip int) {
+	for k, r := range c.ranges {
+		if k == wait || k == skip {
+			continue
+		}
+		p := g.parts[r.part]
+		if !p.mu.TryLock() {
+			continue
+		}
+		if p.idleLocked() { // else an executor may be writing the table
+			for i := r.lo; i < r.hi; i++ {
+				it := &c.Items[i]
+				p.buckets.getRef(it.Hash, it.ID)
+			}
+		}
+		p.mu.Unlock()
 	}
 }
