@@ -798,6 +798,37 @@ func sameStates(t testing.TB, a, b *Group, items []Item) {
 	}
 }
 
+// sameEnd checks that groups a and b, fed the same stream, made the same
+// decisions (Counts) and hold the same bucket of every key under every
+// limit (the limits named "p", "q", ... in order, as the streams name
+// them).
+func sameEnd(t testing.TB, a, b *Group, lims []*bucket.Limit, keys []string) {
+	t.Helper()
+	if ca, cb := a.Counts(), b.Counts(); ca != cb {
+		t.Errorf("counts %+v in one group, %+v in the other", ca, cb)
+	}
+	var items []Item
+	for li, lim := range lims {
+		for _, key := range keys {
+			items = append(items, itemFor(a, lim, string(rune('p'+li)), key, 0))
+		}
+	}
+	sameStates(t, a, b, items)
+}
+
+// deniedHot is a started group of two partitions on the frozen clock,
+// with a bucket of one token on each (hot, user) and hot's denial
+// published.
+func deniedHot(t *testing.T) (g *Group, hot, user Item) {
+	t.Helper()
+	g = NewGroup(2, NopLog{}, frozen)
+	g.Start()
+	t.Cleanup(g.Stop)
+	hot, user = twoParts(g, tokenLim(1))
+	publishDenial(t, g, hot)
+	return g, hot, user
+}
+
 // publishDenial takes one token from it's bucket (capacity 1, frozen
 // clock) and then asks again until the denial is published, failing if
 // any answer is not what that bucket gives.

@@ -168,27 +168,14 @@ func TestDeniedCallMatchesQueued(t *testing.T) {
 	if applied < 1000 {
 		t.Errorf("%d calls were denied with a published denial of their hot bucket: the stream does not exercise the path", applied)
 	}
-	if a, q := locked.Counts(), queued.Counts(); a != q {
-		t.Errorf("counts locked %+v, queued %+v", a, q)
-	}
-	var items []Item
-	for li, lim := range lims {
-		for _, key := range append([]string{"hot"}, users...) {
-			items = append(items, itemFor(locked, lim, string(rune('p'+li)), key, 0))
-		}
-	}
-	sameStates(t, locked, queued, items)
+	sameEnd(t, locked, queued, lims, append([]string{"hot"}, users...))
 }
 
 // A call denied by a published denial of one of its buckets does not wait
 // for that bucket's partition: it is decided while another caller holds
 // the partition's mutex.
 func TestDeniedCallLeavesThePublishedMutex(t *testing.T) {
-	g := NewGroup(2, NopLog{}, frozen)
-	g.Start()
-	t.Cleanup(g.Stop)
-	hot, user := twoParts(g, tokenLim(1))
-	publishDenial(t, g, hot)
+	g, hot, user := deniedHot(t)
 	mu := &g.parts[hot.Part].mu
 	mu.Lock()
 	held := true
@@ -272,11 +259,7 @@ func TestLockedCallsUnderContention(t *testing.T) {
 // it (the bucket is credited meanwhile) does not decide the call: it is
 // decided again under every mutex, and granted.
 func TestDeniedCallSeesTheBucketChange(t *testing.T) {
-	g := NewGroup(2, NopLog{}, frozen)
-	g.Start()
-	t.Cleanup(g.Stop)
-	hot, user := twoParts(g, tokenLim(1))
-	publishDenial(t, g, hot)
+	g, hot, user := deniedHot(t)
 	g.besideHook = func() {
 		g.besideHook = nil
 		it, m := hot, Member{Op: OpCredit, Count: 1, Second: -1}
