@@ -239,3 +239,39 @@ func TestJitter(t *testing.T) {
 		}
 	}
 }
+
+// A credit that resolves another inline config of the name (Credit takes
+// the name's latest) is seen by Limit and LimitAll under the first
+// config, also once the bucket's denial has been repeated often enough to
+// be answered without its partition's mutex.
+func TestCreditUnderAnotherInlineConfigIsSeen(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Limit", true: "LimitAll"}[all], func(t *testing.T) {
+			clk := newClock()
+			l := open(t, Options{Now: clk.Now, Limits: map[string]Config{"y": {Kind: TokenBucket, Rate: 10, Period: time.Hour}}})
+			a := &Config{Kind: TokenBucket, Rate: 1, Period: time.Hour}
+			b := &Config{Kind: TokenBucket, Rate: 1, Period: time.Hour, MaxReserved: 5}
+			for i := range 6 { // one grant, then denials enough to be repeated without the mutex
+				if st := limit(t, l, Request{Name: "x", Key: "k", Config: a}); st.OK != (i == 0) {
+					t.Fatalf("take %d: %+v", i, st)
+				}
+			}
+			limit(t, l, Request{Name: "x", Key: "other", Config: b}) // b is now x's latest inline config
+			if err := l.Credit(bg, "x", "k", 1); err != nil {
+				t.Fatal(err)
+			}
+			var st Status
+			if all {
+				var err error
+				if st, err = l.LimitAll(bg, Request{Name: "x", Key: "k", Config: a}, Request{Name: "y", Key: "u"}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				st = limit(t, l, Request{Name: "x", Key: "k", Config: a})
+			}
+			if !st.OK {
+				t.Errorf("after a credit of 1: %+v, want granted", st)
+			}
+		})
+	}
+}

@@ -174,6 +174,7 @@ func decideAll(c *Call, now int64) bool {
 	if c.decideHook != nil {
 		return c.decideHook(c, now)
 	}
+	c.Wait = 0               // a call decided again (see Group.decideDenied) starts afresh
 	var prior []bucket.State // the buckets before the call, when one repeats (see RepeatsWait)
 	for i := range c.Items {
 		if c.Items[i].canon != int32(i) {
@@ -183,6 +184,7 @@ func decideAll(c *Call, now int64) bool {
 	}
 	all := true
 	for i := range c.Members {
+		c.Members[i].InWait = false
 		decideMember(c, &c.Members[i], now)
 		all = all && c.Members[i].OK
 	}

@@ -114,24 +114,38 @@ func (p *Partition) decided(it *Item, mem *Member) (grantAt int64, ok bool) {
 		if p.deniedRun++; p.deniedRun >= publishAfter || d.holds(it) {
 			return d.publish(it, mem, p.now)
 		}
-	case it.Write && d.holds(it):
-		d.publish(it, mem, p.now)
+	case it.Write && d.ofBucket(it):
+		if d.lim.Load() == it.Lim {
+			d.publish(it, mem, p.now)
+		} else {
+			d.invalidate()
+		}
 	}
 	return 0, false
 }
 
-// wrote moves the epoch on if it was written and is the record's bucket.
-// Called with p.mu held, after a decision under it.
+// wrote moves the epoch on if it was written and is the record's bucket,
+// under whatever limit it was written. Called with p.mu held, after a
+// decision under it.
 func (d *denials) wrote(it *Item) {
-	if it.Write && d.holds(it) {
+	if it.Write && d.ofBucket(it) {
 		d.invalidate()
 	}
 }
 
-// holds reports whether the record is of it's bucket (the table hash
-// first: most misses end there).
+// holds reports whether the record is of it's bucket read under it's
+// limit: the request the record can answer.
 func (d *denials) holds(it *Item) bool {
-	return d.hash.Load() == it.Hash && d.lim.Load() == it.Lim && d.shard.Load() == it.ID.Shard && d.keyIs(it.ID.Key)
+	return d.lim.Load() == it.Lim && d.ofBucket(it)
+}
+
+// ofBucket reports whether the record is of it's bucket, under any limit
+// (the table hash first: most misses end there). One bucket can be read
+// and written under several limits (a name's inline configs, or a named
+// limit and an inline one, each with its own Limit): a write under any of
+// them changes the state the record holds.
+func (d *denials) ofBucket(it *Item) bool {
+	return d.hash.Load() == it.Hash && d.shard.Load() == it.ID.Shard && d.keyIs(it.ID.Key)
 }
 
 // publish records mem's decision on it's bucket, whose state is now

@@ -267,3 +267,50 @@ func TestRepeatedDenialUntilItsGrant(t *testing.T) {
 		}
 	}
 }
+
+// A published denial ends when its bucket is written under another limit
+// (a name's other inline config: another *bucket.Limit, the same bucket),
+// by a credit alone or in a call: a request under the published limit then
+// sees the token, both alone and in a call over two partitions.
+func TestWriteUnderAnotherLimitEndsTheDenial(t *testing.T) {
+	credits := []struct {
+		name   string
+		credit func(g *Group, it Item)
+	}{
+		{"DecideAlone", func(g *Group, it Item) {
+			m := Member{Op: OpCredit, Count: 1, Second: -1}
+			if !g.DecideAlone(&it, &m) {
+				t.Fatal("the credit was not decided alone")
+			}
+		}},
+		{"call", func(g *Group, it Item) {
+			c := oneCall(OpCredit, 1, it)
+			decide(t, g, c)
+			c.Release()
+		}},
+	}
+	for _, cr := range credits {
+		t.Run(cr.name+"/alone", func(t *testing.T) {
+			g, hot, _ := deniedHot(t)
+			other := hot
+			other.Lim = tokenLim(1) // the same numbers, another limit
+			cr.credit(g, other)
+			it, m := hot, Member{Op: OpTake, Count: 1, Second: -1}
+			if !g.DecideAlone(&it, &m) || !m.OK {
+				t.Errorf("the take after the credit: decided %+v, want granted", m)
+			}
+		})
+		t.Run(cr.name+"/call", func(t *testing.T) {
+			g, hot, user := deniedHot(t)
+			other := hot
+			other.Lim = tokenLim(1)
+			cr.credit(g, other)
+			c := takeCall(1, hot, user)
+			defer c.Release()
+			decide(t, g, c)
+			if !c.Members[0].OK || !c.Members[1].OK {
+				t.Errorf("the call after the credit: %+v, want both granted", c.Members)
+			}
+		})
+	}
+}

@@ -280,3 +280,43 @@ func TestDeniedCallSeesTheBucketChange(t *testing.T) {
 		t.Errorf("the hot bucket holds %v tokens, want 0", v)
 	}
 }
+
+// A call first decided from a published denial, denied there with a wait
+// for a bucket it names twice, and decided again under every mutex once
+// the record proves stale (the bucket credited meanwhile), is granted
+// with no wait left over from the first attempt.
+func TestDeniedCallDecidedAgainStartsAfresh(t *testing.T) {
+	g := NewGroup(2, NopLog{}, frozen)
+	g.Start()
+	t.Cleanup(g.Stop)
+	hot, user := twoParts(g, tokenLim(2))
+	for i := range publishAfter + 1 { // empty hot, then have its take of 1 published
+		x, m := hot, Member{Op: OpTake, Count: 1, Second: -1}
+		if i == 0 {
+			m.Count = 2
+		}
+		g.DecideAlone(&x, &m)
+	}
+	g.besideHook = func() {
+		g.besideHook = nil
+		c := oneCall(OpCredit, 2, hot)
+		decide(t, g, c)
+		c.Release()
+	}
+	c := takeCall(1, hot, user)
+	i := c.AddItem(hot, 2, false) // hot again: a bucket named twice
+	c.Members = append(c.Members, Member{Op: OpTake, Count: 1, First: i, Second: -1})
+	defer c.Release()
+	decide(t, g, c)
+	if g.besideHook != nil {
+		t.Fatal("the call was not decided from the published denial first")
+	}
+	for k, m := range c.Members {
+		if !m.OK || m.InWait {
+			t.Errorf("member %d: %+v, want granted and not in a wait", k, m)
+		}
+	}
+	if c.Wait != 0 {
+		t.Errorf("granted call: Wait %d, want 0", c.Wait)
+	}
+}
