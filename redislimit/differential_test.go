@@ -237,3 +237,68 @@ func sameSentinel(a, b error) bool {
 	}
 	return true
 }
+
+// After the clock goes back behind a tag's drop record, an absent bucket
+// there is fresh as of the record, not the clock (it came back full no
+// earlier than it left): the same answers as in memory, for a key asked
+// twice in one call (the second request reads what the first wrote), in
+// LimitMany and LimitAll, on tags with and without a record.
+func TestFreshAfterADropAheadOfTheClock(t *testing.T) {
+	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
+		clk := newFakeClock(t0)
+		opts := ratelimit.Options{Now: clk.Now, Limits: diffLimits, Partitions: Slots, SweepInterval: -1}
+		mem, err := ratelimit.Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mem.Close()
+		opts.Partitions = 0
+		red := open(t, client, opts, withSweep(0))
+		ctx := context.Background()
+		var dropped, twice []ratelimit.Request
+		for i := range 60 {
+			r := ratelimit.Request{Name: "tb", Key: fmt.Sprint("k", i)}
+			if i < 30 {
+				dropped = append(dropped, r)
+			}
+			twice = append(twice, r, r)
+		}
+		same := func(what string, ms, rs []ratelimit.Decision) {
+			t.Helper()
+			for i := range ms {
+				if (ms[i].Err == nil) != (rs[i].Err == nil) {
+					t.Fatalf("%s %d: memory %v, redis %v", what, i, ms[i].Err, rs[i].Err)
+				}
+				if d := compareStatus(ms[i].Status, rs[i].Status); d != "" {
+					t.Fatalf("%s %d: %s\nmemory %+v\nredis  %+v", what, i, d, ms[i].Status, rs[i].Status)
+				}
+			}
+		}
+		clk.Advance(10 * S)
+		same("take", mem.LimitMany(ctx, dropped, nil), red.LimitMany(ctx, dropped, nil))
+		for _, r := range dropped { // full again: deleted, their tags' records at t0+10s
+			for _, l := range []*ratelimit.Limiter{mem, red} {
+				if err := l.Credit(ctx, r.Name, r.Key, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		clk.Advance(-5 * S)
+		same("behind the records", mem.LimitMany(ctx, twice, nil), red.LimitMany(ctx, twice, nil))
+		ma, merr := mem.LimitAll(ctx, twice[60:80]...)
+		ra, rerr := red.LimitAll(ctx, twice[60:80]...)
+		if merr != nil || rerr != nil {
+			t.Fatal(merr, rerr)
+		}
+		if d := compareStatus(ma, ra); d != "" {
+			t.Fatalf("LimitAll: %s\nmemory %+v\nredis  %+v", d, ma, ra)
+		}
+		for _, r := range twice[:8] {
+			mv, _ := mem.Value(ctx, r.Name, r.Key)
+			rv, _ := red.Value(ctx, r.Name, r.Key)
+			if !close12(mv.Value, rv.Value) || !mv.TS.Equal(rv.TS) {
+				t.Fatalf("Value %s: memory %+v, redis %+v", r.Key, mv, rv)
+			}
+		}
+	})
+}
