@@ -53,16 +53,25 @@ func TestDifferential(t *testing.T) {
 	})
 }
 
-func runDifferential(t *testing.T, client redis.UniversalClient, seed uint64, steps int) {
-	clk := newFakeClock(t0)
+// diffPair opens an in-memory limiter and one on client with
+// diffLimits, on one fake clock. The memory limiter has as many
+// partitions as the store has slot tags, so both drop full buckets alike
+// when the clock goes back.
+func diffPair(t *testing.T, client redis.UniversalClient) (clk *ratelimittest.Clock, mem, red *ratelimit.Limiter) {
+	t.Helper()
+	clk = newFakeClock(t0)
 	opts := ratelimit.Options{Now: clk.Now, Limits: diffLimits, Partitions: Slots, SweepInterval: -1}
 	mem, err := ratelimit.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mem.Close()
+	t.Cleanup(func() { mem.Close() })
 	opts.Partitions = 0
-	red := open(t, client, opts, withSweep(0))
+	return clk, mem, open(t, client, opts, withSweep(0))
+}
+
+func runDifferential(t *testing.T, client redis.UniversalClient, seed uint64, steps int) {
+	clk, mem, red := diffPair(t, client)
 	rng := rand.New(rand.NewPCG(seed, 42))
 	ctx := context.Background()
 	var granted, denied, failed, waits int
@@ -245,15 +254,7 @@ func sameSentinel(a, b error) bool {
 // LimitMany and LimitAll, on tags with and without a record.
 func TestFreshAfterADropAheadOfTheClock(t *testing.T) {
 	forEachTopology(t, func(t *testing.T, client redis.UniversalClient) {
-		clk := newFakeClock(t0)
-		opts := ratelimit.Options{Now: clk.Now, Limits: diffLimits, Partitions: Slots, SweepInterval: -1}
-		mem, err := ratelimit.Open(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer mem.Close()
-		opts.Partitions = 0
-		red := open(t, client, opts, withSweep(0))
+		clk, mem, red := diffPair(t, client)
 		ctx := context.Background()
 		var dropped, twice []ratelimit.Request
 		for i := range 60 {
