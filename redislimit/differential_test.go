@@ -295,8 +295,11 @@ func TestFreshAfterADropAheadOfTheClock(t *testing.T) {
 			t.Fatalf("LimitAll: %s\nmemory %+v\nredis  %+v", d, ma, ra)
 		}
 		for _, r := range twice[:8] {
-			mv, _ := mem.Value(ctx, r.Name, r.Key)
-			rv, _ := red.Value(ctx, r.Name, r.Key)
+			mv, merr := mem.Value(ctx, r.Name, r.Key)
+			rv, rerr := red.Value(ctx, r.Name, r.Key)
+			if merr != nil || rerr != nil {
+				t.Fatal(merr, rerr)
+			}
 			if !close12(mv.Value, rv.Value) || !mv.TS.Equal(rv.TS) {
 				t.Fatalf("Value %s: memory %+v, redis %+v", r.Key, mv, rv)
 			}
