@@ -90,13 +90,17 @@ func (l *Limiter) decide(ctx context.Context, r *Request, op actor.Op, st *Statu
 		return err
 	}
 	if l.alone && d.shards == 1 {
-		// One bucket in memory: decided under its partition's mutex, with
-		// no call, if the partition is idle.
+		// One bucket: decided under its partition's mutex, with no call,
+		// if the partition is idle.
 		var mem actor.Member
 		mem.Op, mem.Count, mem.Reserve, mem.Second, mem.Def = op, n, r.Reserve, -1, d
 		var it actor.Item
 		l.setItem(&it, d, r.Key, l.hashKey(d, r.Key), 0)
-		if l.group.DecideAlone(&it, &mem) {
+		done, err := l.group.DecideAlone(ctx, &it, &mem)
+		if err != nil {
+			return err
+		}
+		if done {
 			if err := l.itemErr(it.Err); err != nil {
 				return err
 			}

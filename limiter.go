@@ -24,7 +24,7 @@ type Limiter struct {
 	limits atomic.Pointer[map[string]*limitDef] // the named limits; replaced whole by SetLimits
 	store  store.Store                          // decides calls: group, or a shared server's store
 	group  *actor.Group                         // the in-process partitions; nil on another store
-	alone  bool                                 // memory mode on group: a lone request may skip the call (Group.DecideAlone)
+	alone  bool                                 // on group: a lone request may skip the call (Group.DecideAlone)
 	wal    *wal.Log                             // nil in memory mode and on another store
 	now    func() int64
 	logger *slog.Logger
@@ -134,7 +134,7 @@ func openOn(opts Options, s store.Store) (*Limiter, error) {
 	if opts.queueOnly {
 		l.group.QueueOnly()
 	}
-	l.alone = l.wal == nil && !opts.queueOnly
+	l.alone = !opts.queueOnly
 	if l.wal != nil {
 		if err := l.recover(); err != nil {
 			l.wal.Close()

@@ -46,9 +46,12 @@
 // makes more of them than processors: two callers then rarely meet on one
 // partition, where one of them would park.
 //
-// In memory mode an idle partition is simpler still: a caller decides on
-// it under its mutex, as a striped lock would (locked.go), and a lone
-// request on one bucket needs no Call at all (Group.DecideAlone). The
+// An idle partition is simpler still: a lone request on one bucket is
+// decided by its caller under the partition's mutex, as a striped lock
+// would decide it, with no Call at all (Group.DecideAlone); with a log,
+// the bucket's record goes to the log under the mutex and the caller
+// waits for its commit alone. In memory mode a call over several idle
+// partitions is decided under their mutexes too (locked.go). The
 // mutex is held for the decision alone: the clock is read before it is
 // taken, and the request's wait, tokens left and time until full are
 // worked out after it is released, from the states the decision saw.

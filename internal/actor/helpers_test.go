@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -760,14 +761,61 @@ func mixedLims() []*bucket.Limit {
 	}
 }
 
-// aloneAndCalled are two memory groups of n partitions on clock: alone
-// (never QueueOnly, so that DecideAlone decides) and called (as
-// ACTOR_QUEUE_ONLY says), to decide the same stream alone and by call.
-func aloneAndCalled(t testing.TB, n int, clock func() int64) (alone, called *Group) {
-	alone = NewGroup(n, NopLog{}, clock)
+// logModes are the two kinds of log a group runs on: none (memory mode),
+// and a log that commits at once and keeps every record (durable mode).
+var logModes = []struct {
+	name string
+	log  func() Log
+}{
+	{"memory", func() Log { return NopLog{} }},
+	{"log", func() Log { return &fakeLog{} }},
+}
+
+// aloneAndCalled are two groups of n partitions on clock, each on a log
+// newLog makes: alone (never QueueOnly, so that DecideAlone decides) and
+// called (as ACTOR_QUEUE_ONLY says), to decide the same stream alone and
+// by call.
+func aloneAndCalled(t testing.TB, n int, clock func() int64, newLog func() Log) (alone, called *Group) {
+	alone = NewGroup(n, newLog(), clock)
 	alone.Start()
 	t.Cleanup(alone.Stop)
-	return alone, newGroup(t, n, NopLog{}, clock)
+	return alone, newGroup(t, n, newLog(), clock)
+}
+
+// sameRecords fails unless groups a and b, on fakeLogs, logged the same
+// records for every bucket, in the same order (the order of records of
+// different buckets may differ: a call over two partitions logs its
+// parts from either). On other logs it checks nothing.
+func sameRecords(t testing.TB, a, b *Group) {
+	t.Helper()
+	la, oka := a.parts[0].log.(*fakeLog)
+	lb, okb := b.parts[0].log.(*fakeLog)
+	if !oka || !okb {
+		return
+	}
+	byBucket := func(recs []wal.Record) map[BucketID][]wal.Record {
+		m := make(map[BucketID][]wal.Record)
+		for _, r := range recs {
+			id := BucketID{Name: r.Name, Key: r.Key, Shard: r.Shard}
+			m[id] = append(m[id], r)
+		}
+		return m
+	}
+	ra, rb := la.records(), lb.records()
+	if len(ra) == 0 {
+		t.Error("nothing was logged: the stream wrote no bucket")
+	}
+	ma, mb := byBucket(ra), byBucket(rb)
+	for id, want := range mb {
+		if got := ma[id]; !slices.Equal(got, want) {
+			t.Errorf("bucket %v: alone logged %d records, by call %d (first difference in %+v against %+v)", id, len(got), len(want), got, want)
+		}
+	}
+	for id, got := range ma {
+		if _, ok := mb[id]; !ok {
+			t.Errorf("bucket %v: alone logged %+v, by call nothing", id, got)
+		}
+	}
 }
 
 // byCall decides mem, a member of the one bucket it, as a one-member
@@ -836,11 +884,18 @@ func publishDenial(t testing.TB, g *Group, it Item) {
 	t.Helper()
 	for i := range publishAfter + 1 {
 		x, m := it, Member{Op: OpTake, Count: 1, Second: -1}
-		if !g.DecideAlone(&x, &m) || m.OK != (i == 0) {
+		if !decideAlone(g, &x, &m) || m.OK != (i == 0) {
 			t.Fatalf("take %d of %+v: OK %v", i, it.ID, m.OK)
 		}
 	}
 	if !g.parts[it.Part].denials.holds(&it) {
 		t.Fatalf("the denials of %+v were not published", it.ID)
 	}
+}
+
+// decideAlone is Group.DecideAlone with a context that never ends, so
+// that its only answer is whether it decided.
+func decideAlone(g *Group, it *Item, m *Member) bool {
+	done, _ := g.DecideAlone(context.Background(), it, m)
+	return done
 }

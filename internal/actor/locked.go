@@ -1,19 +1,31 @@
 package actor
 
-// Deciding under the partitions' mutexes. In memory mode, a partition
-// that is idle (no executor, nothing queued, no bucket held for a
-// two-phase call) can be decided on directly by a caller holding its
-// mutex, as a striped lock would be: no one can take its executor token
-// meanwhile, and nothing is queued to run after. A call over several such
-// partitions takes all their mutexes and decides all its buckets at once:
-// no holds, no messages. It waits for a mutex either holding none, or in
+import (
+	"context"
+	"sync"
+)
+
+// Deciding under the partitions' mutexes. A partition that is idle (no
+// executor, nothing queued, no bucket held for a two-phase call) can be
+// decided on directly by a caller holding its mutex, as a striped lock
+// would be: no one can take its executor token meanwhile, and nothing is
+// queued to run after. With a log, only a lone request is (DecideAlone):
+// its record goes to the log before the mutex is released, as a batch's
+// records do before its executor gives the token back. In memory mode, a
+// call over several such partitions takes all their mutexes and decides
+// all its buckets at once: no holds, no messages. It waits for a mutex either holding none, or in
 // partition order (the order every multi-partition protocol here uses);
 // mutexes are otherwise held only briefly and never while waiting for
 // another, so no wait is on a cycle (see lockRanges).
 
-// idleLocked reports, with p.mu held, whether p can be decided on directly.
-func (p *Partition) idleLocked() bool {
-	return p.nolog && !p.busy && !p.stopped && !p.queue && len(p.inbox) == 0 && len(p.held) == 0 && len(p.parked) == 0
+// idleLocked reports, with p.mu held, whether a call can be decided on p
+// directly (memory mode only).
+func (p *Partition) idleLocked() bool { return p.nolog && p.idleAlone() }
+
+// idleAlone reports, with p.mu held, whether DecideAlone can decide on p,
+// in memory or with a log: no executor, nothing queued, no bucket held.
+func (p *Partition) idleAlone() bool {
+	return !p.busy && !p.stopped && !p.queue && len(p.inbox) == 0 && len(p.held) == 0 && len(p.parked) == 0
 }
 
 // decideLocked decides m's call under p.mu (see sendDecide). A panic here
@@ -35,8 +47,9 @@ func (p *Partition) decideLocked(m msg) {
 // DecideAlone decides mem, a member of the one bucket it, with no Call:
 // under the mutex of it's partition, if that partition is idle (see the
 // top of this file), as a call of that one member would be decided. False
-// means nothing was done (the partition is busy, stopped or keeps a log):
-// send a call instead. it.Err reports a refusal, as in a call.
+// means nothing was done (the partition is busy or stopped, or its log
+// has failed): send a call instead. it.Err reports a refusal, as in a
+// call.
 //
 // The mutex is held for the decision only: the clock is read before it
 // is taken (again under it if another caller has since decided later),
@@ -44,18 +57,27 @@ func (p *Partition) decideLocked(m msg) {
 // is released, from the states the decision saw. A bucket that keeps
 // denying the same request is published, and that request is then denied
 // without the mutex until the bucket changes (see denial.go).
-func (g *Group) DecideAlone(it *Item, mem *Member) bool {
+//
+// On a partition that keeps a log, a decision that wrote the bucket hands
+// its record to the log under the mutex, as a batch of one, and
+// DecideAlone returns once the log has committed it (a failed commit is
+// it.Err, as a call's written items get) or ctx has ended: then err is
+// ctx's error, and the grant, decided, may still be committed.
+func (g *Group) DecideAlone(ctx context.Context, it *Item, mem *Member) (done bool, err error) {
 	p := g.parts[it.Part]
+	if !p.nolog && p.log.Err() != nil {
+		return false, nil // the call path fails what writes, as a batch does
+	}
 	now := g.clock()
 	var u undescribed
 	if mem.Op != OpCredit && p.denials.repeat(it, mem, now, g.clock, &u) {
 		u.finish(mem)
-		return true
+		return true, nil
 	}
 	p.mu.Lock()
-	if !p.idleLocked() {
+	if !p.idleAlone() {
 		p.mu.Unlock()
-		return false
+		return false, nil
 	}
 	ran := false
 	defer crashUnlessRan(&ran)
@@ -64,10 +86,49 @@ func (g *Group) DecideAlone(it *Item, mem *Member) bool {
 	if at, ok := p.decided(it, mem); ok {
 		u.grantAt, u.timed = at, true
 	}
+	var w *aloneWaiter
+	if len(p.recs) > 0 {
+		w = aloneWaiters.Get().(*aloneWaiter)
+		p.log.AppendOwn(p.recs, w)
+		clear(p.recs)
+		p.recs = p.recs[:0]
+	}
 	ran = true
 	p.mu.Unlock()
 	u.finish(mem)
-	return true
+	if w == nil {
+		return true, nil
+	}
+	p.log.CommitNow() // a lone caller commits its own grant
+	return true, w.wait(ctx, it)
+}
+
+// aloneWaiter is the log's waiter for a record DecideAlone appended.
+type aloneWaiter struct{ done chan error }
+
+var aloneWaiters = sync.Pool{New: func() any { return &aloneWaiter{done: make(chan error, 1)} }}
+
+func (w *aloneWaiter) Committed(err error) { w.done <- err }
+
+// wait waits for the commit of it's record, or for ctx to end. The waiter
+// goes back to the pool only once the log has called it: after ctx ends,
+// the log still does, later, into the buffer of its channel.
+func (w *aloneWaiter) wait(ctx context.Context, it *Item) error {
+	var err error
+	select {
+	case err = <-w.done:
+	default:
+		select {
+		case err = <-w.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	aloneWaiters.Put(w)
+	if err != nil {
+		it.Err = err
+	}
+	return nil
 }
 
 // decideLocked decides an atomic call over several partitions under their

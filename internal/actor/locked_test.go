@@ -4,6 +4,7 @@ package actor
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
@@ -17,9 +18,15 @@ import (
 // reservations, on token buckets and fixed windows, while the clock steps
 // forward and, now and then, back.
 func TestDecideAloneMatchesCall(t *testing.T) {
+	for _, m := range logModes {
+		t.Run(m.name, func(t *testing.T) { testDecideAloneMatchesCallOn(t, m.log) })
+	}
+}
+
+func testDecideAloneMatchesCallOn(t *testing.T, newLog func() Log) {
 	lims := mixedLims()
 	now := t0
-	alone, called := aloneAndCalled(t, 1, func() int64 { return now })
+	alone, called := aloneAndCalled(t, 1, func() int64 { return now }, newLog)
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := []string{"a", "b", "c"}
 	for step := range 4000 {
@@ -42,8 +49,8 @@ func TestDecideAloneMatchesCall(t *testing.T) {
 
 		it := itemFor(alone, lim, name, key, 0)
 		got := mem
-		if !alone.DecideAlone(&it, &got) {
-			t.Fatalf("step %d: DecideAlone on an idle memory partition declined", step)
+		if !decideAlone(alone, &it, &got) {
+			t.Fatalf("step %d: DecideAlone on an idle partition declined", step)
 		}
 
 		want := byCall(t, called, itemFor(called, lim, name, key, 0), mem)
@@ -61,6 +68,7 @@ func TestDecideAloneMatchesCall(t *testing.T) {
 	if n := alone.Counts(); n.Reservations == 0 || n.Denials == 0 || n.Grants == 0 {
 		t.Errorf("the stream never reserved, denied or granted: %+v", n)
 	}
+	sameRecords(t, alone, called)
 }
 
 // An atomic call that a published denial denies is decided without that
@@ -126,7 +134,7 @@ func TestDeniedCallMatchesQueued(t *testing.T) {
 			mem := member(OpTake, 1, rng.IntN(4) == 0)
 			it := itemFor(locked, lims[li], string(rune('p'+li)), "hot", 0)
 			got := mem
-			if !locked.DecideAlone(&it, &got) {
+			if !decideAlone(locked, &it, &got) {
 				t.Fatalf("step %d: DecideAlone on an idle memory partition declined", step)
 			}
 			if want := byCall(t, queued, itemFor(queued, lims[li], string(rune('p'+li)), "hot", 0), mem); got != want {
@@ -217,7 +225,7 @@ func TestLockedCallsUnderContention(t *testing.T) {
 			if r.IntN(4) == 0 {
 				i := r.IntN(buckets)
 				it, m := items[i], Member{Op: OpTake, Count: 1, Second: -1}
-				if !g.DecideAlone(&it, &m) {
+				if !decideAlone(g, &it, &m) {
 					t.Error("DecideAlone on an idle memory partition declined")
 					return
 				}
@@ -263,7 +271,7 @@ func TestDeniedCallSeesTheBucketChange(t *testing.T) {
 	g.besideHook = func() {
 		g.besideHook = nil
 		it, m := hot, Member{Op: OpCredit, Count: 1, Second: -1}
-		if !g.DecideAlone(&it, &m) {
+		if !decideAlone(g, &it, &m) {
 			t.Error("the credit was not decided")
 		}
 	}
@@ -295,7 +303,7 @@ func TestDeniedCallDecidedAgainStartsAfresh(t *testing.T) {
 		if i == 0 {
 			m.Count = 2
 		}
-		g.DecideAlone(&x, &m)
+		decideAlone(g, &x, &m)
 	}
 	g.besideHook = func() {
 		g.besideHook = nil
@@ -318,5 +326,91 @@ func TestDeniedCallDecidedAgainStartsAfresh(t *testing.T) {
 	}
 	if c.Wait != 0 {
 		t.Errorf("granted call: Wait %d, want 0", c.Wait)
+	}
+}
+
+// On a partition with a log, DecideAlone answers a request that wrote
+// its bucket once the log has committed the bucket's record, and one that
+// wrote nothing at once: a grant waits for its commit (and a failed
+// commit is the item's error), a denial or a check waits for nothing,
+// a caller whose context ends first hears so while the grant stays
+// decided, and a log that has failed leaves the request to a call.
+func TestDecideAloneWithALog(t *testing.T) {
+	boom := errors.New("disk on fire")
+	take := func() Member { return Member{Op: OpTake, Count: 1, Second: -1} }
+	for _, tc := range []struct {
+		name      string
+		mem       Member
+		empty     bool  // the bucket holds no token
+		commitErr error // what the held commit reports
+		cancel    bool  // ctx ends while the commit is held
+		logErr    error // the log has failed
+		waits     bool  // a record is appended and its commit awaited
+		decided   bool
+		ok        bool
+	}{
+		{name: "grant", mem: take(), waits: true, decided: true, ok: true},
+		{name: "grant whose commit fails", mem: take(), commitErr: boom, waits: true, decided: true, ok: true},
+		{name: "grant whose caller gives up", mem: take(), cancel: true, waits: true, decided: true, ok: true},
+		{name: "credit", mem: Member{Op: OpCredit, Count: 1, Second: -1}, empty: true, waits: true, decided: true, ok: true},
+		{name: "denial", mem: take(), empty: true, decided: true},
+		{name: "check", mem: Member{Op: OpCheck, Count: 1, Second: -1}, decided: true, ok: true},
+		{name: "failed log", mem: take(), logErr: boom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fl := &fakeLog{hold: true}
+			g := NewGroup(1, fl, frozen)
+			g.Start()
+			t.Cleanup(g.Stop)
+			it := itemFor(g, tokenLim(1), "n", "k", 0)
+			if tc.empty {
+				x, m := it, take()
+				done := async(func() { decideAlone(g, &x, &m) })
+				waitUntil(t, "the emptying take's record", func() bool { return fl.held() == 1 })
+				fl.release(nil)
+				waitChan(t, done, "the emptying take")
+				fl.mu.Lock()
+				fl.hold, fl.recs, fl.owned = true, nil, 0
+				fl.mu.Unlock()
+			}
+			fl.setErr(tc.logErr)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			x, m := it, tc.mem
+			var decided bool
+			var err error
+			done := async(func() { decided, err = g.DecideAlone(ctx, &x, &m) })
+			if tc.waits {
+				waitUntil(t, "the record", func() bool { return fl.held() == 1 })
+				select {
+				case <-done:
+					t.Fatal("DecideAlone returned before the commit")
+				default:
+				}
+				if tc.cancel {
+					cancel()
+					waitChan(t, done, "DecideAlone after ctx ended")
+				}
+				fl.release(tc.commitErr)
+			}
+			waitChan(t, done, "DecideAlone")
+			if decided != tc.decided || m.OK != tc.ok {
+				t.Fatalf("decided %v, OK %v; want %v, %v", decided, m.OK, tc.decided, tc.ok)
+			}
+			switch {
+			case tc.cancel && !errors.Is(err, context.Canceled):
+				t.Errorf("err %v, want context.Canceled", err)
+			case !tc.cancel && err != nil:
+				t.Errorf("err %v, want nil", err)
+			case !tc.cancel && !errors.Is(x.Err, tc.commitErr):
+				t.Errorf("item error %v, want %v", x.Err, tc.commitErr)
+			}
+			if recs := fl.records(); tc.waits != (len(recs) == 1) || len(recs) > 1 {
+				t.Errorf("records %+v, want one: %v", recs, tc.waits)
+			}
+			if owned, open := fl.ownState(); tc.waits && (owned != 1 || open) {
+				t.Errorf("AppendOwn calls %d (open %v): want one, followed by CommitNow", owned, open)
+			}
+		})
 	}
 }
