@@ -70,6 +70,15 @@ type Log struct {
 	wake  chan struct{} // 1-buffered: pending became non-empty, or closing
 	done  chan struct{} // closed when the writer exits
 
+	// Gathering a cohort (see Log.gather). want is the number of waiters
+	// pending at which an Append signals gathered (0: none awaited).
+	want     int
+	gathered chan struct{} // 1-buffered: want was reached, or closing
+	cohort   int           // waiters expected pending once the last released are back; role holder only
+	lastTook time.Duration // the last commit's duration; role holder only
+	skip     int           // commits left before gathering again after a miss; role holder only
+	timer    *time.Timer   // bounds a gather; role holder only
+
 	seq      uint64                // last sequence number used; role holder only
 	version  uint32                // the file's format version; role holder only
 	key      [chunkKeyLen]byte     // role holder only
@@ -119,6 +128,8 @@ func Open(path string, opts Options) (*Log, error) {
 		pending:  new(pendingBatch),
 		spare:    new(pendingBatch),
 		wake:     make(chan struct{}, 1),
+		gathered: make(chan struct{}, 1),
+		timer:    stoppedTimer(),
 		done:     make(chan struct{}),
 		seq:      last,
 		version:  version,

@@ -85,9 +85,16 @@ func (l *Log) append(recs []Record, w Waiter, own bool) {
 	b.count += len(recs)
 	b.waiters = append(b.waiters, w)
 	wake := wasEmpty && !(own && l.lone())
+	gathered := l.want > 0 && len(b.waiters) >= l.want
+	if gathered {
+		l.want = 0
+	}
 	l.mu.Unlock()
 	if wake {
 		l.signal()
+	}
+	if gathered {
+		notify(l.gathered)
 	}
 }
 
@@ -101,9 +108,12 @@ func (l *Log) lone() bool {
 	return l.idleWriter && !l.committing && !l.crowd && !l.closing
 }
 
-func (l *Log) signal() {
+func (l *Log) signal() { notify(l.wake) }
+
+// notify sends on c, a 1-buffered channel, unless a send is pending.
+func notify(c chan struct{}) {
 	select {
-	case l.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -161,7 +171,13 @@ func (l *Log) commitPending() {
 	l.pending, l.spare = l.spare, nil
 	l.crowd = len(b.waiters) > 1
 	l.mu.Unlock()
-	b.release(l.commit(b))
+	err := l.commit(b)
+	l.mu.Lock()
+	// The waiters pending now are not among those about to be released:
+	// once those are back, both are.
+	l.cohort = len(l.pending.waiters) + len(b.waiters)
+	l.mu.Unlock()
+	b.release(err)
 	l.mu.Lock()
 	l.spare = b
 	l.committing = false
@@ -193,41 +209,85 @@ func (l *Log) CommitNow() {
 
 // settleRounds bounds how many times the writer yields before a commit to
 // let the cohort fill, and settleBytes is a pending batch big enough not
-// to wait at all (see settle).
+// to wait at all (see settle). After a gather that timed out, the writer
+// only yields for gatherSkip commits before it gathers again.
 const (
 	settleRounds = 4
 	settleBytes  = 128 << 10
+	gatherSkip   = 16
 )
 
-// settle, called with l.mu held and something pending, yields the
-// processor while the pending cohort still grows, at most settleRounds
-// times. Without it, the writer commits as soon as it has released the
-// previous cohort, so it takes only the few callers that raced in, and
-// the callers it just released wait a whole commit more: commits
-// alternate between a full cohort and a nearly empty one, and each caller
-// waits two commits per grant instead of one commit and the time its
-// cohort takes to decide. A yield queues the writer behind the released
-// callers, which are runnable, so they decide again and append first; the
-// scheduler runs a bounded number of them before it looks at the global
-// run queue again, so a cohort of a few hundred needs several rounds. A
-// caller alone pays one yield that returns at once. A batch of settleBytes
-// or more commits at once: its fsyncs are well amortized already, and
-// holding it only idles the disk while the processors work. The bound
-// keeps a writer whose cohort never stops growing (callers that are denied
-// come straight back) from holding a commit while the disk idles.
+// settle, called with l.mu held, the commit role taken and something
+// pending, lets the cohort the writer has just released append again
+// before it commits. Without it, the writer commits as soon as it has
+// released the previous cohort, so it takes only the few callers that
+// raced in, and the callers it just released wait a whole commit more:
+// commits alternate between a part of the callers and the rest, and each
+// caller waits two commits per grant instead of one commit and the time
+// its cohort takes to decide. A batch of settleBytes or more commits at
+// once: its fsyncs are well amortized already.
+//
+// When more waiters are expected than are pending, the writer gathers
+// them (see gather). When a gather times out (callers that went on to
+// other work), it does not gather again for gatherSkip commits, so that
+// callers that do not come back cost a commit's delay that rarely; it
+// only yields the processor meanwhile, at most settleRounds times while
+// the pending cohort still grows, as a caller alone does (one yield,
+// which returns at once).
 func (l *Log) settle() {
-	for range settleRounds {
-		if len(l.pending.buf) >= settleBytes {
-			return
+	if len(l.pending.buf) >= settleBytes {
+		return
+	}
+	if l.skip == 0 && l.cohort > len(l.pending.waiters) {
+		if !l.gather(l.cohort) {
+			l.skip = gatherSkip
 		}
+		return
+	}
+	l.skip = max(l.skip-1, 0)
+	for range settleRounds {
 		n := len(l.pending.waiters)
 		l.mu.Unlock()
 		runtime.Gosched()
 		l.mu.Lock()
-		if len(l.pending.waiters) == n {
+		if len(l.pending.waiters) == n || len(l.pending.buf) >= settleBytes {
 			return
 		}
 	}
+}
+
+// gather, called as settle is, waits until want waiters are pending or
+// the last commit's duration has passed (waiting longer than a commit
+// cannot gain: those it waits for would wait a commit more, no longer),
+// and reports whether they came. It waits asleep, leaving the
+// processors to the callers it waits for: a writer that polled would
+// take a processor from them. Close ends the wait.
+func (l *Log) gather(want int) bool {
+	l.want = want
+	l.mu.Unlock()
+	l.timer.Reset(l.lastTook)
+	came := false
+	select {
+	case <-l.gathered:
+		came = true
+	case <-l.timer.C:
+	}
+	l.timer.Stop()
+	l.mu.Lock()
+	l.want = 0
+	select {
+	case <-l.gathered: // want was reached as the timer fired
+		came = true
+	default:
+	}
+	return came || len(l.pending.waiters) >= want
+}
+
+// stoppedTimer returns a timer that has not started.
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
 }
 
 // commit makes b durable as the next log entry. A batch without records
@@ -266,7 +326,8 @@ func (l *Log) commit(b *pendingBatch) error {
 	l.pos.Store(seq)
 	_ = l.db.View(func(tx *bolt.Tx) error { l.prealloc.saw(tx.Size()); return nil })
 	l.written.Add(int64(len(b.buf)))
-	l.stats.record(b.count, len(b.buf), time.Since(start))
+	l.lastTook = time.Since(start)
+	l.stats.record(b.count, len(b.buf), l.lastTook)
 	return nil
 }
 
@@ -282,6 +343,7 @@ func (l *Log) Close() error {
 		l.closing = true
 		l.mu.Unlock()
 		l.signal()
+		notify(l.gathered)
 		<-l.done
 		l.closeErr = l.Err()
 		l.prealloc.close()

@@ -321,3 +321,99 @@ func TestAppendOwnAmongOthers(t *testing.T) {
 		t.Fatalf("%d records committed, want %d", st.Records, producers*rounds)
 	}
 }
+
+// gatherAfter opens a log whose first commit (one record, waiter a) is
+// held until n more records are pending, so that the writer, once it
+// releases a, expects n+1 waiters pending (Log.cohort) and gathers.
+func gatherAfter(t *testing.T, n int) (l *Log, a chanWaiter, rest []chanWaiter, release func()) {
+	g := newGate(1)
+	l = mustOpen(t, tempPath(t), Options{BeforeCommit: g.hook, Preallocate: -1})
+	a = make(chanWaiter, 1)
+	l.Append([]Record{{Name: "a"}}, a)
+	<-g.entered[1]
+	for i := range n {
+		w := make(chanWaiter, 1)
+		l.Append([]Record{{Name: "b", Shard: uint32(i)}}, w)
+		rest = append(rest, w)
+	}
+	return l, a, rest, func() { g.release[1] <- nil }
+}
+
+// A cohort that does not all come back is committed all the same, once
+// the gather has waited a commit's duration, and the writer then commits
+// without gathering for a while (gatherSkip commits).
+func TestGatherEndsWhenTheCohortStaysAway(t *testing.T) {
+	l, a, rest, release := gatherAfter(t, 8)
+	release()
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range rest { // a's producer never appends again
+		if err := <-w; err != nil {
+			t.Fatalf("waiter %d: %v", i, err)
+		}
+	}
+	l.mu.Lock()
+	skip := l.skip
+	l.mu.Unlock()
+	if skip != gatherSkip {
+		t.Errorf("skip = %d after a gather that missed, want %d", skip, gatherSkip)
+	}
+	if st := l.Stats(); st.Commits != 2 || st.Records != 9 {
+		t.Errorf("%d commits of %d records, want 2 of 9", st.Commits, st.Records)
+	}
+}
+
+// A cohort that comes back while the writer gathers it is committed as
+// one batch, and the writer keeps gathering: a's producer appends again
+// once it sees the writer waiting for it.
+func TestGatherTakesTheCohortBack(t *testing.T) {
+	l, a, rest, release := gatherAfter(t, 8)
+	release()
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	for { // until the writer gathers, or has given up and committed
+		l.mu.Lock()
+		want, pending := l.want, len(l.pending.waiters)
+		l.mu.Unlock()
+		if want > 0 || pending == 0 {
+			break
+		}
+		runtime.Gosched()
+	}
+	again := make(chanWaiter, 1)
+	l.Append([]Record{{Name: "a", Value: 1}}, again)
+	for i, w := range append(rest, again) {
+		if err := <-w; err != nil {
+			t.Fatalf("waiter %d: %v", i, err)
+		}
+	}
+	l.mu.Lock()
+	skip := l.skip
+	l.mu.Unlock()
+	if skip != 0 {
+		t.Errorf("skip = %d after a gather that met its cohort, want 0", skip)
+	}
+	if st := l.Stats(); st.Commits != 2 || st.Records != 10 {
+		t.Errorf("%d commits of %d records, want 2 of 10 (the cohort in one)", st.Commits, st.Records)
+	}
+}
+
+// Close while the writer gathers commits what is pending and returns,
+// though the waiter gathered for never comes back.
+func TestCloseWhileGathering(t *testing.T) {
+	l, a, rest, release := gatherAfter(t, 8)
+	release()
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range rest {
+		if err := <-w; err != nil {
+			t.Fatalf("waiter %d: %v", i, err)
+		}
+	}
+}
