@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
+	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // Limit asks for r.Count tokens and, if they are granted, takes them. A
@@ -94,11 +95,17 @@ func (l *Limiter) decide(ctx context.Context, r *Request, op actor.Op, st *Statu
 		// if the partition is idle.
 		var mem actor.Member
 		mem.Op, mem.Count, mem.Reserve, mem.Second, mem.Def = op, n, r.Reserve, -1, d
+		// A published denial is repeated before the table hash is worked
+		// out: it needs none.
 		var it actor.Item
-		l.setItem(&it, d, r.Key, l.hashKey(d, r.Key), 0)
-		done, err := l.group.DecideAlone(ctx, &it, &mem)
-		if err != nil {
-			return err
+		l.setItem(&it, d, r.Key, l.routeKey(d, r.Key), 0)
+		now, done := l.group.RepeatDenial(&it, &mem)
+		if !done {
+			it.Hash = bucket.ShardHash(bucket.TableHash(d.nameHash, r.Key), 0)
+			var err error
+			if done, err = l.group.DecideAlone(ctx, &it, &mem, now); err != nil {
+				return err
+			}
 		}
 		if done {
 			if err := l.itemErr(it.Err); err != nil {

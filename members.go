@@ -15,7 +15,14 @@ type keyHashes struct {
 }
 
 func (l *Limiter) hashKey(d *limitDef, key string) keyHashes {
-	h := keyHashes{table: bucket.TableHash(d.nameHash, key), route: bucket.HashWith(d.nameHash, key), phase: d.phase}
+	h := l.routeKey(d, key)
+	h.table = bucket.TableHash(d.nameHash, key)
+	return h
+}
+
+// routeKey is hashKey without the table hash (0).
+func (l *Limiter) routeKey(d *limitDef, key string) keyHashes {
+	h := keyHashes{route: bucket.HashWith(d.nameHash, key), phase: d.phase}
 	if d.hashedPhase {
 		h.phase = bucket.Phase(h.route, d.perShard.Period)
 	}

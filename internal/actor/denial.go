@@ -139,6 +139,13 @@ func (d *denials) holds(it *Item) bool {
 	return d.lim.Load() == it.Lim && d.ofBucket(it)
 }
 
+// holdsUnhashed is holds without it.Hash, which a caller that repeats a
+// denial has not worked out (Group.RepeatDenial): a limit belongs to one
+// name, so the limit, shard and key name the bucket.
+func (d *denials) holdsUnhashed(it *Item) bool {
+	return d.lim.Load() == it.Lim && d.shard.Load() == it.ID.Shard && d.keyIs(it.ID.Key)
+}
+
 // ofBucket reports whether the record is of it's bucket, under any limit
 // (the table hash first: most misses end there). One bucket can be read
 // and written under several limits (a name's inline configs, or a named
@@ -236,13 +243,14 @@ type record struct {
 	epoch       uint64 // the partition's epoch it was read at
 }
 
-// read returns the published record if it applies to mem on it's bucket:
+// read returns the published record if it applies to mem on it's bucket
+// (it.Hash unread):
 // a take or check of the same count and reserve on the same bucket, under
 // the same limit, with nothing changed since it was published. The
 // record stays true while the epoch is r.epoch (see current).
 func (d *denials) read(it *Item, mem *Member) (r record, ok bool) {
 	e := d.epoch.Load()
-	if e&1 != 0 || d.pub.Load() != e || !d.holds(it) ||
+	if e&1 != 0 || d.pub.Load() != e || !d.holdsUnhashed(it) ||
 		d.count.Load() != math.Float64bits(mem.Count) || d.reserve.Load() != mem.Reserve {
 		return record{}, false
 	}

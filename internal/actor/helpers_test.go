@@ -893,9 +893,14 @@ func publishDenial(t testing.TB, g *Group, it Item) {
 	}
 }
 
-// decideAlone is Group.DecideAlone with a context that never ends, so
-// that its only answer is whether it decided.
+// decideAlone decides m as Limit does a lone request: from a published
+// denial (Group.RepeatDenial), else by Group.DecideAlone with a context
+// that never ends, so that its only answer is whether it decided.
 func decideAlone(g *Group, it *Item, m *Member) bool {
-	done, _ := g.DecideAlone(context.Background(), it, m)
+	now, denied := g.RepeatDenial(it, m)
+	if denied {
+		return true
+	}
+	done, _ := g.DecideAlone(context.Background(), it, m, now)
 	return done
 }

@@ -44,35 +44,49 @@ func (p *Partition) decideLocked(m msg) {
 	ran = true
 }
 
-// DecideAlone decides mem, a member of the one bucket it, with no Call:
-// under the mutex of it's partition, if that partition is idle (see the
-// top of this file), as a call of that one member would be decided. False
-// means nothing was done (the partition is busy or stopped, or its log
-// has failed): send a call instead. it.Err reports a refusal, as in a
-// call.
+// RepeatDenial decides mem, a take or check of the one bucket it, from
+// its partition's published denial, if that denial applies and still
+// denies (see denial.go): then mem's outputs are filled, with no mutex,
+// and denied is true. Otherwise nothing is done, and now is the clock
+// reading to decide it at (DecideAlone). it.Hash is not read: a caller
+// may leave it to be worked out only when the request goes on.
+func (g *Group) RepeatDenial(it *Item, mem *Member) (now int64, denied bool) {
+	p := g.parts[it.Part]
+	now = g.clock()
+	if mem.Op == OpCredit || (!p.nolog && p.log.Err() != nil) {
+		return now, false // a failed log: the call path fails what writes, as a batch does
+	}
+	var u undescribed
+	if !p.denials.repeat(it, mem, now, g.clock, &u) {
+		return now, false
+	}
+	u.finish(mem)
+	return now, true
+}
+
+// DecideAlone decides mem, a member of the one bucket it, with no Call,
+// at now (a reading taken before it, by RepeatDenial): under the mutex of
+// it's partition, if that partition is idle (see the top of this file),
+// as a call of that one member would be decided. False means nothing was
+// done (the partition is busy or stopped, or its log has failed): send a
+// call instead. it.Err reports a refusal, as in a call.
 //
 // The mutex is held for the decision only: the clock is read before it
 // is taken (again under it if another caller has since decided later),
 // and a take's wait and the rest of mem's outputs are worked out after it
 // is released, from the states the decision saw. A bucket that keeps
 // denying the same request is published, and that request is then denied
-// without the mutex until the bucket changes (see denial.go).
+// without the mutex until the bucket changes (RepeatDenial).
 //
 // On a partition that keeps a log, a decision that wrote the bucket hands
 // its record to the log under the mutex, as a batch of one, and
 // DecideAlone returns once the log has committed it (a failed commit is
 // it.Err, as a call's written items get) or ctx has ended: then err is
 // ctx's error, and the grant, decided, may still be committed.
-func (g *Group) DecideAlone(ctx context.Context, it *Item, mem *Member) (done bool, err error) {
+func (g *Group) DecideAlone(ctx context.Context, it *Item, mem *Member, now int64) (done bool, err error) {
 	p := g.parts[it.Part]
 	if !p.nolog && p.log.Err() != nil {
-		return false, nil // the call path fails what writes, as a batch does
-	}
-	now := g.clock()
-	var u undescribed
-	if mem.Op != OpCredit && p.denials.repeat(it, mem, now, g.clock, &u) {
-		u.finish(mem)
-		return true, nil
+		return false, nil
 	}
 	p.mu.Lock()
 	if !p.idleAlone() {
@@ -82,6 +96,7 @@ func (g *Group) DecideAlone(ctx context.Context, it *Item, mem *Member) (done bo
 	ran := false
 	defer crashUnlessRan(&ran)
 	p.setNow(now)
+	var u undescribed
 	p.decideSingle(it, mem, &u)
 	if at, ok := p.decided(it, mem); ok {
 		u.grantAt, u.timed = at, true

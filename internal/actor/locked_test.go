@@ -379,7 +379,7 @@ func TestDecideAloneWithALog(t *testing.T) {
 			x, m := it, tc.mem
 			var decided bool
 			var err error
-			done := async(func() { decided, err = g.DecideAlone(ctx, &x, &m) })
+			done := async(func() { decided, err = g.DecideAlone(ctx, &x, &m, t0) })
 			if tc.waits {
 				waitUntil(t, "the record", func() bool { return fl.held() == 1 })
 				select {

@@ -12,10 +12,12 @@
 // bbolt transaction (one value, or one per chunk of a large batch; one
 // commit with its fsyncs), then calls Committed on every waiter of that
 // commit. Appends that arrive while a commit runs form the next batch, so
-// batches grow with load (pipelining), with no timer. Before each commit the
-// writer yields while the pending batch still grows (a few times at most),
-// so the callers it has just released can append first and share the
-// commit instead of waiting for the next one. A caller alone commits on
+// batches grow with load (pipelining). Before each commit the writer
+// lets the callers it has just released append first and share the
+// commit instead of waiting for the next one: it sleeps until as many
+// waiters are pending as it expects back, for a commit's duration at
+// most (and, after a wait that missed, only yields for a few commits).
+// A caller alone commits on
 // its own goroutine instead: AppendOwn then CommitNow commits its batch
 // without waking the writer while no commit runs and the last one had a
 // single waiter. A caller must be acknowledged only after its waiter's
