@@ -62,7 +62,7 @@ func testRepeatedDenialMatchesCallOn(t *testing.T, newLog func() Log) {
 			}, func(g *Group, c *Call) { g.Reset(c) })
 		case r < 18:
 			alone.Run(int(item(alone).Part), func(*Partition) {})
-		case r < 22: // a call over both partitions (Group.decideLocked)
+		case r < 22: // a call over both partitions (under their mutexes in memory, two-phase with a log)
 			it := item(alone)
 			other := itemFor(alone, lim, name, keyOn(alone, name, 1-it.Part, 0), 0)
 			count := float64(rng.IntN(2) + 1)

@@ -136,7 +136,11 @@ func (w *aloneWaiter) wait(ctx context.Context, it *Item) error {
 		select {
 		case err = <-w.done:
 		case <-ctx.Done():
-			return ctx.Err()
+			select {
+			case err = <-w.done: // committed as well: the answer is known
+			default:
+				return ctx.Err()
+			}
 		}
 	}
 	aloneWaiters.Put(w)
@@ -152,6 +156,9 @@ func (w *aloneWaiter) wait(ctx context.Context, it *Item) error {
 // that a published denial (denial.go) denies is decided without that
 // partition's mutex when it can be (decideDenied).
 func (g *Group) decideLocked(c *Call) bool {
+	if !g.parts[0].nolog {
+		return false // with a log, only DecideAlone decides under a mutex
+	}
 	if k, r, ok := g.deniedRange(c); ok && g.decideDenied(c, k, r) {
 		return true
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -412,5 +413,49 @@ func TestDecideAloneWithALog(t *testing.T) {
 				t.Errorf("AppendOwn calls %d (open %v): want one, followed by CommitNow", owned, open)
 			}
 		})
+	}
+}
+
+// With a log, DecideAlone hands each bucket's records to the log in the
+// order it decided them, however many callers decide at once: on a
+// frozen clock, every grant of a bucket leaves one token less, so its
+// records must count down by one, in the order the log took them.
+func TestDecideAloneLogsInDecisionOrder(t *testing.T) {
+	const callers, takes = 8, 400
+	const capacity = callers * takes
+	fl := &fakeLog{}
+	g := NewGroup(2, fl, frozen)
+	g.Start()
+	t.Cleanup(g.Stop)
+	lim := tokenLim(capacity)
+	a, b := twoParts(g, lim)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range takes {
+				it := a
+				if (c+i)%2 == 1 {
+					it = b
+				}
+				m := Member{Op: OpTake, Count: 1, Second: -1}
+				if !decideAlone(g, &it, &m) || !m.OK {
+					t.Errorf("caller %d, take %d: decided %+v, want granted alone", c, i, m)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	next := map[string]float64{a.ID.Key: capacity - 1, b.ID.Key: capacity - 1}
+	for i, r := range fl.records() {
+		if r.Value != next[r.Key] {
+			t.Fatalf("record %d of %q holds %v tokens, want %v: logged out of decision order", i, r.Key, r.Value, next[r.Key])
+		}
+		next[r.Key]--
+	}
+	if n := len(fl.records()); n != callers*takes {
+		t.Errorf("%d records, want %d", n, callers*takes)
 	}
 }

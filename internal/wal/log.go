@@ -73,9 +73,9 @@ type Log struct {
 	// Gathering a cohort (see Log.gather). want is the number of waiters
 	// pending at which an Append signals gathered (0: none awaited).
 	want     int
-	gathered chan struct{} // 1-buffered: want was reached, or closing
+	gathered chan struct{} // 1-buffered: want (or settleBytes) was reached, or closing
 	cohort   int           // waiters expected pending once the last released are back; role holder only
-	lastTook time.Duration // the last commit's duration; role holder only
+	typical  time.Duration // a commit's typical duration (see typicalCommit)
 	skip     int           // commits left before gathering again after a miss; role holder only
 	timer    *time.Timer   // bounds a gather; role holder only
 

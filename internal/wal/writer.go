@@ -85,7 +85,7 @@ func (l *Log) append(recs []Record, w Waiter, own bool) {
 	b.count += len(recs)
 	b.waiters = append(b.waiters, w)
 	wake := wasEmpty && !(own && l.lone())
-	gathered := l.want > 0 && len(b.waiters) >= l.want
+	gathered := l.want > 0 && (len(b.waiters) >= l.want || len(b.buf) >= settleBytes)
 	if gathered {
 		l.want = 0
 	}
@@ -171,11 +171,14 @@ func (l *Log) commitPending() {
 	l.pending, l.spare = l.spare, nil
 	l.crowd = len(b.waiters) > 1
 	l.mu.Unlock()
-	err := l.commit(b)
+	took, err := l.commit(b)
 	l.mu.Lock()
 	// The waiters pending now are not among those about to be released:
 	// once those are back, both are.
 	l.cohort = len(l.pending.waiters) + len(b.waiters)
+	if took > 0 {
+		l.typical = typicalCommit(l.typical, took)
+	}
 	l.mu.Unlock()
 	b.release(err)
 	l.mu.Lock()
@@ -238,7 +241,7 @@ func (l *Log) settle() {
 	if len(l.pending.buf) >= settleBytes {
 		return
 	}
-	if l.skip == 0 && l.cohort > len(l.pending.waiters) {
+	if l.skip == 0 && l.typical > 0 && l.cohort > len(l.pending.waiters) {
 		if !l.gather(l.cohort) {
 			l.skip = gatherSkip
 		}
@@ -256,31 +259,47 @@ func (l *Log) settle() {
 	}
 }
 
-// gather, called as settle is, waits until want waiters are pending or
-// the last commit's duration has passed (waiting longer than a commit
-// cannot gain: those it waits for would wait a commit more, no longer),
-// and reports whether they came. It waits asleep, leaving the
+// gather, called as settle is, waits until want waiters are pending (or
+// settleBytes), or a typical commit's duration has passed (waiting longer
+// than a commit cannot gain: those it waits for would wait a commit more,
+// no longer), and reports whether they came. It waits asleep, leaving the
 // processors to the callers it waits for: a writer that polled would
-// take a processor from them. Close ends the wait.
+// take a processor from them. Close ends the wait. A signal left over
+// from an earlier gather (sent after its timer fired) does not end it.
 func (l *Log) gather(want int) bool {
-	l.want = want
-	l.mu.Unlock()
-	l.timer.Reset(l.lastTook)
-	came := false
-	select {
-	case <-l.gathered:
-		came = true
-	case <-l.timer.C:
+	l.timer.Reset(l.typical)
+	defer l.timer.Stop()
+	for {
+		l.want = want
+		l.mu.Unlock()
+		timedOut := false
+		select {
+		case <-l.gathered:
+		case <-l.timer.C:
+			timedOut = true
+		}
+		l.mu.Lock()
+		l.want = 0
+		if len(l.pending.waiters) >= want || len(l.pending.buf) >= settleBytes {
+			return true
+		}
+		if timedOut || l.closing {
+			return false
+		}
 	}
-	l.timer.Stop()
-	l.mu.Lock()
-	l.want = 0
-	select {
-	case <-l.gathered: // want was reached as the timer fired
-		came = true
-	default:
+}
+
+// typicalCommit is the typical commit duration after one that took took,
+// given the last typical one: a moving average (of weight 1/8) of
+// durations each capped at twice the typical one, so that one stalled
+// commit (bbolt's lock held by a snapshot or a backup, a slow fsync) does
+// not make the gathers that follow wait as long. The first commit sets
+// it.
+func typicalCommit(typical, took time.Duration) time.Duration {
+	if typical <= 0 {
+		return took
 	}
-	return came || len(l.pending.waiters) >= want
+	return typical + (min(took, 2*typical)-typical)/8
 }
 
 // stoppedTimer returns a timer that has not started.
@@ -290,20 +309,21 @@ func stoppedTimer() *time.Timer {
 	return t
 }
 
-// commit makes b durable as the next log entry. A batch without records
-// (only barrier waiters) needs no transaction: everything before it was
+// commit makes b durable as the next log entry and returns how long its
+// transaction took (0 when it made none). A batch without records (only
+// barrier waiters) needs no transaction: everything before it was
 // committed by earlier iterations.
-func (l *Log) commit(b *pendingBatch) error {
+func (l *Log) commit(b *pendingBatch) (took time.Duration, err error) {
 	if err := l.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if b.count == 0 {
-		return nil
+		return 0, nil
 	}
 	sealBatch(b.buf, b.count)
 	seq := l.seq + 1
 	start := time.Now()
-	err := l.db.Update(func(tx *bolt.Tx) error {
+	err = l.db.Update(func(tx *bolt.Tx) error {
 		if err := l.putBatch(tx, seq, b.buf); err != nil {
 			return err
 		}
@@ -320,15 +340,15 @@ func (l *Log) commit(b *pendingBatch) error {
 		l.failure.Store(&err)
 		l.stats.failed.Add(1)
 		l.logger.Error("wal: commit failed; log is now read-only", "seq", seq, "records", b.count, "err", err)
-		return err
+		return 0, err
 	}
 	l.seq = seq
 	l.pos.Store(seq)
 	_ = l.db.View(func(tx *bolt.Tx) error { l.prealloc.saw(tx.Size()); return nil })
 	l.written.Add(int64(len(b.buf)))
-	l.lastTook = time.Since(start)
-	l.stats.record(b.count, len(b.buf), l.lastTook)
-	return nil
+	took = time.Since(start)
+	l.stats.record(b.count, len(b.buf), took)
+	return took, nil
 }
 
 // Close commits everything pending (releasing its waiters), stops the

@@ -1,6 +1,7 @@
 package wal
 
-// The writer (writer.go): group commit, sticky failures, Close, barriers.
+// The writer (writer.go): group commit, sticky failures, Close, barriers,
+// gathering a cohort.
 
 import (
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestGroupCommitConcurrent(t *testing.T) {
@@ -324,11 +326,15 @@ func TestAppendOwnAmongOthers(t *testing.T) {
 
 // gatherAfter opens a log whose first commit (one record, waiter a) is
 // held until n more records are pending, so that the writer, once it
-// releases a, expects n+1 waiters pending (Log.cohort) and gathers.
-func gatherAfter(t *testing.T, n int) (l *Log, a chanWaiter, rest []chanWaiter, release func()) {
+// releases a, expects n+1 waiters pending (Log.cohort) and gathers. With
+// long set, the gather's timer is made an hour long before the commit is
+// released: only a signal can end that gather in a test's time. With
+// stale set, a gather signal is left pending before it, as an Append
+// that completed an earlier gather after its timer fired would leave it.
+func gatherAfter(t *testing.T, n int, long, stale bool) (l *Log, rest []chanWaiter) {
 	g := newGate(1)
 	l = mustOpen(t, tempPath(t), Options{BeforeCommit: g.hook, Preallocate: -1})
-	a = make(chanWaiter, 1)
+	a := make(chanWaiter, 1)
 	l.Append([]Record{{Name: "a"}}, a)
 	<-g.entered[1]
 	for i := range n {
@@ -336,23 +342,57 @@ func gatherAfter(t *testing.T, n int) (l *Log, a chanWaiter, rest []chanWaiter, 
 		l.Append([]Record{{Name: "b", Shard: uint32(i)}}, w)
 		rest = append(rest, w)
 	}
-	return l, a, rest, func() { g.release[1] <- nil }
-}
-
-// A cohort that does not all come back is committed all the same, once
-// the gather has waited a commit's duration, and the writer then commits
-// without gathering for a while (gatherSkip commits).
-func TestGatherEndsWhenTheCohortStaysAway(t *testing.T) {
-	l, a, rest, release := gatherAfter(t, 8)
-	release()
+	if long {
+		l.mu.Lock()
+		l.typical = time.Hour
+		l.mu.Unlock()
+	}
+	if stale {
+		notify(l.gathered)
+	}
+	g.release[1] <- nil
 	if err := <-a; err != nil {
 		t.Fatal(err)
 	}
-	for i, w := range rest { // a's producer never appends again
-		if err := <-w; err != nil {
-			t.Fatalf("waiter %d: %v", i, err)
+	return l, rest
+}
+
+// gathering waits until the writer gathers (with no signal pending), or
+// has given up and committed what was pending.
+func gathering(l *Log) {
+	for {
+		l.mu.Lock()
+		want, pending := l.want, len(l.pending.waiters)
+		l.mu.Unlock()
+		if (want > 0 && len(l.gathered) == 0) || pending == 0 {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// committed fails unless every waiter hears a successful commit within
+// a generous bound (a gather that only its timer could end would hang).
+func committed(t *testing.T, ws ...chanWaiter) {
+	t.Helper()
+	for i, w := range ws {
+		select {
+		case err := <-w:
+			if err != nil {
+				t.Fatalf("waiter %d: %v", i, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("waiter %d: no commit: the gather was not ended", i)
 		}
 	}
+}
+
+// A cohort that does not all come back is committed all the same, once
+// the gather has waited a typical commit's duration, and the writer then
+// commits without gathering for a while (gatherSkip commits).
+func TestGatherEndsWhenTheCohortStaysAway(t *testing.T) {
+	l, rest := gatherAfter(t, 8, false, false) // a's producer never appends again
+	committed(t, rest...)
 	l.mu.Lock()
 	skip := l.skip
 	l.mu.Unlock()
@@ -364,56 +404,74 @@ func TestGatherEndsWhenTheCohortStaysAway(t *testing.T) {
 	}
 }
 
-// A cohort that comes back while the writer gathers it is committed as
-// one batch, and the writer keeps gathering: a's producer appends again
-// once it sees the writer waiting for it.
+// A cohort that comes back while the writer gathers it ends the gather
+// (the Append that completes it signals): it is committed as one batch,
+// and the writer keeps gathering. A signal left over from an earlier
+// gather does not end the wait before. One processor keeps the writer
+// from being seen between taking that signal and committing.
 func TestGatherTakesTheCohortBack(t *testing.T) {
-	l, a, rest, release := gatherAfter(t, 8)
-	release()
-	if err := <-a; err != nil {
-		t.Fatal(err)
-	}
-	for { // until the writer gathers, or has given up and committed
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, stale := range []bool{false, true} {
+		l, rest := gatherAfter(t, 8, true, stale)
+		gathering(l)
+		again := make(chanWaiter, 1)
+		l.Append([]Record{{Name: "a", Value: 1}}, again) // a's producer, back
+		committed(t, append(rest, again)...)
 		l.mu.Lock()
-		want, pending := l.want, len(l.pending.waiters)
+		skip := l.skip
 		l.mu.Unlock()
-		if want > 0 || pending == 0 {
-			break
+		if skip != 0 {
+			t.Errorf("stale signal %v: skip = %d after a gather that met its cohort, want 0", stale, skip)
 		}
-		runtime.Gosched()
-	}
-	again := make(chanWaiter, 1)
-	l.Append([]Record{{Name: "a", Value: 1}}, again)
-	for i, w := range append(rest, again) {
-		if err := <-w; err != nil {
-			t.Fatalf("waiter %d: %v", i, err)
+		if st := l.Stats(); st.Commits != 2 || st.Records != 10 {
+			t.Errorf("stale signal %v: %d commits of %d records, want 2 of 10 (the cohort in one)", stale, st.Commits, st.Records)
 		}
-	}
-	l.mu.Lock()
-	skip := l.skip
-	l.mu.Unlock()
-	if skip != 0 {
-		t.Errorf("skip = %d after a gather that met its cohort, want 0", skip)
-	}
-	if st := l.Stats(); st.Commits != 2 || st.Records != 10 {
-		t.Errorf("%d commits of %d records, want 2 of 10 (the cohort in one)", st.Commits, st.Records)
 	}
 }
 
-// Close while the writer gathers commits what is pending and returns,
-// though the waiter gathered for never comes back.
+// A pending batch that reaches settleBytes ends a gather: it is worth a
+// commit of its own already.
+func TestGatherEndsAtSettleBytes(t *testing.T) {
+	l, rest := gatherAfter(t, 8, true, false)
+	gathering(l)
+	big := make(chanWaiter, 1)
+	l.Append(bigBatch("big", settleBytes/8), big) // each record more than 8 bytes
+	committed(t, append(rest, big)...)
+}
+
+// Close while the writer gathers ends the gather, commits what is
+// pending and returns, though the waiter gathered for never comes back.
 func TestCloseWhileGathering(t *testing.T) {
-	l, a, rest, release := gatherAfter(t, 8)
-	release()
-	if err := <-a; err != nil {
-		t.Fatal(err)
+	l, rest := gatherAfter(t, 8, true, false)
+	gathering(l)
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		if err := l.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	committed(t, rest...)
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return: the gather was not ended")
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for i, w := range rest {
-		if err := <-w; err != nil {
-			t.Fatalf("waiter %d: %v", i, err)
+}
+
+// One stalled commit moves the typical duration a gather waits by an
+// eighth of the typical one at most; commits of steady duration keep it.
+func TestTypicalCommit(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct{ typical, took, want time.Duration }{
+		{0, 3 * ms, 3 * ms}, // the first commit sets it
+		{ms, ms, ms},
+		{8 * ms, time.Hour, 9 * ms}, // a stall: capped at twice, then an eighth
+		{8 * ms, 0, 7 * ms},
+		{8 * ms, 12 * ms, 8*ms + ms/2},
+	} {
+		if got := typicalCommit(tc.typical, tc.took); got != tc.want {
+			t.Errorf("typicalCommit(%v, %v) = %v, want %v", tc.typical, tc.took, got, tc.want)
 		}
 	}
 }
