@@ -95,6 +95,39 @@ func testRepeatedDenialMatchesCallOn(t *testing.T, newLog func() Log) {
 	sameRecords(t, alone, called)
 }
 
+// The published key matches itself only: every other key of up to
+// denialKeyBytes bytes, whichever byte differs and whatever its length,
+// and no key longer than that.
+func TestPublishedKeyIs(t *testing.T) {
+	long := strings.Repeat("k", denialKeyBytes)
+	for _, key := range []string{"", "a", "user-1234", "12345678", "123456789", long} {
+		var d denials
+		var w [denialKeyBytes / 8]uint64
+		packKey(&w, key)
+		for i := range w {
+			d.key[i].Store(w[i])
+		}
+		d.keyLen.Store(uint32(len(key)))
+		if !d.keyIs(key) {
+			t.Errorf("%q published: keyIs(%q) = false", key, key)
+		}
+		others := []string{key + "x", long + "k"}
+		for i := range len(key) {
+			b := []byte(key)
+			b[i] ^= 1
+			others = append(others, string(b))
+		}
+		if len(key) > 0 {
+			others = append(others, key[:len(key)-1])
+		}
+		for _, o := range others {
+			if o != key && d.keyIs(o) {
+				t.Errorf("%q published: keyIs(%q) = true", key, o)
+			}
+		}
+	}
+}
+
 // A published denial applies to its own request only: not to another key
 // with the same table hash (a forged collision), nor to a key that shares
 // its first denialKeyBytes bytes, nor to another shard, which are other
