@@ -22,14 +22,17 @@ type limitDef struct {
 	hashedPhase bool
 	inline      bool   // from a Request.Config, not Options.Limits
 	gen         uint64 // the SetLimits that made it (0: Open); inline ones are never replaced
+	// in is the generation of the named limits it belongs to (the map
+	// Limiter.limits held), nil for an inline one (see Limiter.recent).
+	in *map[string]*limitDef
 	// most is the largest count full buckets grant (two full shards of a
 	// sharded limit), without and with a reservation: bucket.Limit.Fits's
 	// bound, computed once.
 	most [2]float64
 }
 
-// newLimitDefs validates every named limit.
-func newLimitDefs(limits map[string]Config) (map[string]*limitDef, error) {
+// newLimitDefs validates every named limit: one generation of them.
+func newLimitDefs(limits map[string]Config) (*map[string]*limitDef, error) {
 	defs := make(map[string]*limitDef, len(limits))
 	for name, c := range limits {
 		d, err := newLimitDef(name, c)
@@ -38,7 +41,10 @@ func newLimitDefs(limits map[string]Config) (map[string]*limitDef, error) {
 		}
 		defs[name] = d
 	}
-	return defs, nil
+	for _, d := range defs {
+		d.in = &defs
+	}
+	return &defs, nil
 }
 
 func newLimitDef(name string, c Config) (*limitDef, error) {

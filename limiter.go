@@ -21,11 +21,12 @@ import (
 // Stats, Config false).
 type Limiter struct {
 	opts   Options
-	limits atomic.Pointer[map[string]*limitDef] // the named limits; replaced whole by SetLimits
-	store  store.Store                          // decides calls: group, or a shared server's store
-	group  *actor.Group                         // the in-process partitions; nil on another store
-	alone  bool                                 // on group: a lone request may skip the call (Group.DecideAlone)
-	wal    *wal.Log                             // nil in memory mode and on another store
+	limits atomic.Pointer[map[string]*limitDef]  // the named limits; replaced whole by SetLimits
+	recent [recentNames]atomic.Pointer[limitDef] // named limits resolved lately (see resolveIn)
+	store  store.Store                           // decides calls: group, or a shared server's store
+	group  *actor.Group                          // the in-process partitions; nil on another store
+	alone  bool                                  // on group: a lone request may skip the call (Group.DecideAlone)
+	wal    *wal.Log                              // nil in memory mode and on another store
 	now    func() int64
 	logger *slog.Logger
 
@@ -80,8 +81,8 @@ func openOn(opts Options, s store.Store) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.limits.Store(&limits)
-	l.sawLimits(limits)
+	l.limits.Store(limits)
+	l.sawLimits(*limits)
 	if opts.Partitions < 0 || opts.Partitions > MaxPartitions {
 		return nil, fmt.Errorf("%w: partitions %d not in [0, %d]", ErrInvalidOptions, opts.Partitions, MaxPartitions)
 	}

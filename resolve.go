@@ -21,13 +21,34 @@ func (l *Limiter) resolveIn(named *map[string]*limitDef, name string, inline *Co
 	if inline != nil {
 		return l.inlineDef(name, *inline)
 	}
+	slot := &l.recent[recentSlot(name)]
+	if d := slot.Load(); d != nil && d.in == named && d.name == name {
+		return d, nil
+	}
 	if d, ok := namedIn(named, name); ok {
+		slot.Store(d)
 		return d, nil
 	}
 	if d := l.inlineOf(name); d != nil {
 		return d, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownLimit, name)
+}
+
+// recentNames is the number of slots of Limiter.recent, where resolveIn
+// keeps the named limits it resolved last, by a hash of their names: a
+// request naming a limit found there (of the current generation, the
+// same name) skips the map. A slot is written only when its name
+// changes, so the few names a service uses are read, not written, on
+// every request.
+const recentNames = 8
+
+// recentSlot is name's slot of Limiter.recent.
+func recentSlot(name string) int {
+	if name == "" {
+		return 0
+	}
+	return (len(name) + int(name[0])*3 + int(name[len(name)-1])*5) % recentNames
 }
 
 // inlineKey identifies an inline config by value. Start enters as Unix

@@ -90,3 +90,51 @@ func TestInlineNameFollowsLatestConfig(t *testing.T) {
 		t.Errorf("after Reset(x, k), Check(20) with A = %+v, %v; want granted (the bucket is full again)", st, err)
 	}
 }
+
+// The named limits resolved lately (Limiter.recent) answer as the map
+// does: two names sharing a slot, requested in turn, each get their own
+// limit; after SetLimits, a removed limit is unknown and a changed one
+// gets its new config, though the slot held them.
+func TestRecentNamesFollowSetLimits(t *testing.T) {
+	a, b := "a", ""
+	for i := 0; b == ""; i++ {
+		if n := "n" + string(rune('a'+i%26)) + string(rune('a'+i/26)); recentSlot(n) == recentSlot(a) {
+			b = n
+		}
+	}
+	clk := newClock()
+	l := open(t, Options{Now: clk.Now, Limits: map[string]Config{a: tb(1, M), b: tb(3, M)}})
+	granted := func(name, key string) (n int) {
+		for range 5 {
+			st, err := l.Limit(context.Background(), Request{Name: name, Key: key})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if st.OK {
+				n++
+			}
+		}
+		return n
+	}
+	if ga, gb := granted(a, "k"), granted(b, "k"); ga != 1 || gb != 3 {
+		t.Fatalf("granted %d of %q, %d of %q; want 1 and 3", ga, a, gb, b)
+	}
+	if err := l.SetLimits(map[string]Config{a: tb(2, M)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Limit(context.Background(), Request{Name: b, Key: "k"}); !errors.Is(err, ErrUnknownLimit) {
+		t.Errorf("%q after SetLimits removed it: %v, want ErrUnknownLimit", b, err)
+	}
+	if ga := granted(a, "k2"); ga != 2 {
+		t.Errorf("granted %d of a new key of %q after SetLimits, want 2", ga, a)
+	}
+	if err := l.SetLimits(map[string]Config{a: tb(4, M)}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := l.Config(a); c.Capacity != 4 {
+		t.Errorf("%q after a second SetLimits: capacity %v, want 4", a, c.Capacity)
+	}
+	if ga := granted(a, "k3"); ga != 4 {
+		t.Errorf("granted %d of a new key of %q after a second SetLimits, want 4", ga, a)
+	}
+}

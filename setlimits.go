@@ -45,10 +45,11 @@ func (l *Limiter) SetLimits(limits map[string]Config) error {
 	if l.closed.Load() || l.store == nil {
 		return ErrClosed
 	}
-	defs, err := newLimitDefs(limits)
+	generation, err := newLimitDefs(limits)
 	if err != nil {
 		return err
 	}
+	defs := *generation
 	if lc, ok := l.store.(store.LimitChecker); ok {
 		for name, d := range defs {
 			if err := lc.CheckLimit(name, &d.perShard); err != nil {
@@ -64,7 +65,7 @@ func (l *Limiter) SetLimits(limits map[string]Config) error {
 		d.gen = gen
 	}
 	old := *l.limits.Load()
-	l.limits.Store(&defs)
+	l.limits.Store(generation)
 	l.sawLimits(defs)
 	if l.group == nil { // a shared store keeps no limits with its buckets
 		return l.relimitShared(old, defs)
