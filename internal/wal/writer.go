@@ -17,6 +17,7 @@ type pendingBatch struct {
 	buf     []byte // BatchHeaderSize bytes of header space, then records
 	count   int
 	waiters []Waiter
+	own     int // waiters appended with AppendOwn: lone callers, who come back (see settle)
 }
 
 func (b *pendingBatch) empty() bool { return len(b.waiters) == 0 }
@@ -29,7 +30,7 @@ func (b *pendingBatch) release(err error) {
 	}
 	b.waiters = b.waiters[:0]
 	b.buf = b.buf[:0]
-	b.count = 0
+	b.count, b.own = 0, 0
 }
 
 // Append encodes recs into the pending batch and queues w, which is called
@@ -84,8 +85,11 @@ func (l *Log) append(recs []Record, w Waiter, own bool) {
 	}
 	b.count += len(recs)
 	b.waiters = append(b.waiters, w)
+	if own {
+		b.own++
+	}
 	wake := wasEmpty && !(own && l.lone())
-	gathered := l.want > 0 && (len(b.waiters) >= l.want || len(b.buf) >= settleBytes)
+	gathered := l.want > 0 && (b.own >= l.want || len(b.buf) >= settleBytes)
 	if gathered {
 		l.want = 0
 	}
@@ -173,9 +177,9 @@ func (l *Log) commitPending() {
 	l.mu.Unlock()
 	took, err := l.commit(b)
 	l.mu.Lock()
-	// The waiters pending now are not among those about to be released:
-	// once those are back, both are.
-	l.cohort = len(l.pending.waiters) + len(b.waiters)
+	// The lone callers pending now are not among those about to be
+	// released: once those are back, both are.
+	l.cohort = l.pending.own + b.own
 	if took > 0 {
 		l.typical = typicalCommit(l.typical, took)
 	}
@@ -213,11 +217,13 @@ func (l *Log) CommitNow() {
 // settleRounds bounds how many times the writer yields before a commit to
 // let the cohort fill, and settleBytes is a pending batch big enough not
 // to wait at all (see settle). After a gather that timed out, the writer
-// only yields for gatherSkip commits before it gathers again.
+// only yields for gatherSkip commits before it gathers again, twice as
+// many after each miss that follows, up to gatherSkipMost.
 const (
-	settleRounds = 4
-	settleBytes  = 128 << 10
-	gatherSkip   = 16
+	settleRounds   = 4
+	settleBytes    = 128 << 10
+	gatherSkip     = 16
+	gatherSkipMost = 1024
 )
 
 // settle, called with l.mu held, the commit role taken and something
@@ -230,21 +236,22 @@ const (
 // its cohort takes to decide. A batch of settleBytes or more commits at
 // once: its fsyncs are well amortized already.
 //
-// When more waiters are expected than are pending, the writer gathers
-// them (see gather). When a gather times out (callers that went on to
-// other work), it does not gather again for gatherSkip commits, so that
-// callers that do not come back cost a commit's delay that rarely; it
-// only yields the processor meanwhile, at most settleRounds times while
-// the pending cohort still grows, as a caller alone does (one yield,
-// which returns at once).
+// The cohort it expects back is the lone callers (waiters appended with
+// AppendOwn, each a caller that waits for its own records) it released
+// and those already pending: a waiter of a batch of several callers' work
+// (a partition's) comes back in another grouping, or not at all. When
+// more lone callers are expected than are pending, the writer gathers
+// them (see gather). When a gather times out (callers too many to decide
+// in a commit's time, or gone to other work), it does not gather again
+// for a while (see afterGather); it only yields the processor meanwhile,
+// at most settleRounds times while the pending cohort still grows, as a
+// caller alone does (one yield, which returns at once).
 func (l *Log) settle() {
 	if len(l.pending.buf) >= settleBytes {
 		return
 	}
-	if l.skip == 0 && l.typical > 0 && l.cohort > len(l.pending.waiters) {
-		if !l.gather(l.cohort) {
-			l.skip = gatherSkip
-		}
+	if l.skip == 0 && l.typical > 0 && l.cohort > l.pending.own {
+		l.afterGather(l.gather(l.cohort))
 		return
 	}
 	l.skip = max(l.skip-1, 0)
@@ -259,7 +266,22 @@ func (l *Log) settle() {
 	}
 }
 
-// gather, called as settle is, waits until want waiters are pending (or
+// afterGather sets how many commits pass before the next gather, after one
+// that met its cohort or missed it: none after a gather that met it;
+// after a miss, gatherSkip, doubled after every miss that follows
+// (callers that do not come back in time, being too many to decide in a
+// commit's time, or gone to other work, keep costing a commit's delay
+// ever more rarely).
+func (l *Log) afterGather(met bool) {
+	if met {
+		l.backoff = 0
+		return
+	}
+	l.backoff = min(max(2*l.backoff, gatherSkip), gatherSkipMost)
+	l.skip = l.backoff
+}
+
+// gather, called as settle is, waits until want lone callers are pending (or
 // settleBytes), or a typical commit's duration has passed (waiting longer
 // than a commit cannot gain: those it waits for would wait a commit more,
 // no longer), and reports whether they came. It waits asleep, leaving the
@@ -280,7 +302,7 @@ func (l *Log) gather(want int) bool {
 		}
 		l.mu.Lock()
 		l.want = 0
-		if len(l.pending.waiters) >= want || len(l.pending.buf) >= settleBytes {
+		if l.pending.own >= want || len(l.pending.buf) >= settleBytes {
 			return true
 		}
 		if timedOut || l.closing {

@@ -325,8 +325,9 @@ func TestAppendOwnAmongOthers(t *testing.T) {
 }
 
 // gatherAfter opens a log whose first commit (one record, waiter a) is
-// held until n more records are pending, so that the writer, once it
-// releases a, expects n+1 waiters pending (Log.cohort) and gathers. With
+// held until n more records are pending, each a lone caller's
+// (AppendOwn), so that the writer, once it releases a, expects n+1 lone
+// callers pending (Log.cohort) and gathers. With
 // long set, the gather's timer is made an hour long before the commit is
 // released: only a signal can end that gather in a test's time. With
 // stale set, a gather signal is left pending before it, as an Append
@@ -335,11 +336,14 @@ func gatherAfter(t *testing.T, n int, long, stale bool) (l *Log, rest []chanWait
 	g := newGate(1)
 	l = mustOpen(t, tempPath(t), Options{BeforeCommit: g.hook, Preallocate: -1})
 	a := make(chanWaiter, 1)
-	l.Append([]Record{{Name: "a"}}, a)
+	go func() { // a lone caller: it commits its record itself, unless the writer does
+		l.AppendOwn([]Record{{Name: "a"}}, a)
+		l.CommitNow()
+	}()
 	<-g.entered[1]
 	for i := range n {
 		w := make(chanWaiter, 1)
-		l.Append([]Record{{Name: "b", Shard: uint32(i)}}, w)
+		l.AppendOwn([]Record{{Name: "b", Shard: uint32(i)}}, w)
 		rest = append(rest, w)
 	}
 	if long {
@@ -415,7 +419,7 @@ func TestGatherTakesTheCohortBack(t *testing.T) {
 		l, rest := gatherAfter(t, 8, true, stale)
 		gathering(l)
 		again := make(chanWaiter, 1)
-		l.Append([]Record{{Name: "a", Value: 1}}, again) // a's producer, back
+		l.AppendOwn([]Record{{Name: "a", Value: 1}}, again) // a's producer, back
 		committed(t, append(rest, again)...)
 		l.mu.Lock()
 		skip := l.skip
@@ -426,6 +430,32 @@ func TestGatherTakesTheCohortBack(t *testing.T) {
 		if st := l.Stats(); st.Commits != 2 || st.Records != 10 {
 			t.Errorf("stale signal %v: %d commits of %d records, want 2 of 10 (the cohort in one)", stale, st.Commits, st.Records)
 		}
+	}
+}
+
+// Waiters appended with Append (a partition's batch of several callers'
+// work) are not a cohort the writer expects back: only lone callers
+// (AppendOwn) end a gather, and a released batch of Append's waiters
+// sets none off.
+func TestGatherCountsLoneCallers(t *testing.T) {
+	l, rest := gatherAfter(t, 8, true, false)
+	gathering(l)
+	batch := make(chanWaiter, 1)
+	l.Append([]Record{{Name: "batch"}}, batch)
+	l.mu.Lock()
+	want := l.want
+	l.mu.Unlock()
+	if want == 0 {
+		t.Fatal("an Append's waiter ended the gather")
+	}
+	again := make(chanWaiter, 1)
+	l.AppendOwn([]Record{{Name: "a", Value: 1}}, again)
+	committed(t, append(rest, batch, again)...)
+	l.mu.Lock()
+	cohort := l.cohort
+	l.mu.Unlock()
+	if cohort != 9 {
+		t.Errorf("cohort %d after releasing 9 lone callers and a batch's waiter, want 9", cohort)
 	}
 }
 
@@ -473,5 +503,32 @@ func TestTypicalCommit(t *testing.T) {
 		if got := typicalCommit(tc.typical, tc.took); got != tc.want {
 			t.Errorf("typicalCommit(%v, %v) = %v, want %v", tc.typical, tc.took, got, tc.want)
 		}
+	}
+}
+
+// After a gather that missed its cohort the writer skips gatherSkip
+// commits before it gathers again, twice as many after every miss that
+// follows, up to gatherSkipMost, and none once a gather meets it.
+func TestGatherBackoff(t *testing.T) {
+	var l Log
+	for _, tc := range []struct {
+		met  bool
+		skip int
+	}{
+		{false, gatherSkip}, {false, 2 * gatherSkip}, {false, 4 * gatherSkip},
+		{true, 0},
+		{false, gatherSkip},
+	} {
+		l.skip = 0
+		l.afterGather(tc.met)
+		if l.skip != tc.skip {
+			t.Fatalf("after a gather that met its cohort %v: skip %d, want %d", tc.met, l.skip, tc.skip)
+		}
+	}
+	for range 20 {
+		l.afterGather(false)
+	}
+	if l.skip != gatherSkipMost {
+		t.Errorf("after many misses: skip %d, want %d", l.skip, gatherSkipMost)
 	}
 }
