@@ -22,11 +22,21 @@ type pendingBatch struct {
 
 func (b *pendingBatch) empty() bool { return len(b.waiters) == 0 }
 
+// releaseRun is how many waiters release calls before it yields the
+// processor, so that the callers it has released so far run and append
+// again while it releases the rest: a cohort of hundreds released in one
+// run would wait for the whole run on the releasing processor, the other
+// one being woken only meanwhile.
+const releaseRun = 32
+
 // release calls every waiter with err and resets b for reuse.
 func (b *pendingBatch) release(err error) {
 	for i, w := range b.waiters {
 		w.Committed(err)
 		b.waiters[i] = nil
+		if i%releaseRun == releaseRun-1 && i+1 < len(b.waiters) {
+			runtime.Gosched()
+		}
 	}
 	b.waiters = b.waiters[:0]
 	b.buf = b.buf[:0]
