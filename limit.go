@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/seed7fbd42b6/ratelimit/internal/actor"
-	"github.com/seed7fbd42b6/ratelimit/internal/bucket"
 )
 
 // Limit asks for r.Count tokens and, if they are granted, takes them. A
@@ -101,7 +100,7 @@ func (l *Limiter) decide(ctx context.Context, r *Request, op actor.Op, st *Statu
 		l.setItem(&it, d, r.Key, l.routeKey(d, r.Key), 0)
 		now, done := l.group.RepeatDenial(&it, &mem)
 		if !done {
-			it.Hash = bucket.ShardHash(bucket.TableHash(d.nameHash, r.Key), 0)
+			l.hashItem(&it, d)
 			var err error
 			if done, err = l.group.DecideAlone(ctx, &it, &mem, now); err != nil {
 				return err

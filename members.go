@@ -20,6 +20,12 @@ func (l *Limiter) hashKey(d *limitDef, key string) keyHashes {
 	return h
 }
 
+// hashItem sets it.Hash, the table hash that setItem leaves 0 when given
+// routeKey's hashes.
+func (l *Limiter) hashItem(it *actor.Item, d *limitDef) {
+	it.Hash = bucket.ShardHash(bucket.TableHash(d.nameHash, it.ID.Key), it.ID.Shard)
+}
+
 // routeKey is hashKey without the table hash (0).
 func (l *Limiter) routeKey(d *limitDef, key string) keyHashes {
 	h := keyHashes{route: bucket.HashWith(d.nameHash, key), phase: d.phase}

@@ -13,10 +13,11 @@ import (
 // its record goes to the log before the mutex is released, as a batch's
 // records do before its executor gives the token back. In memory mode, a
 // call over several such partitions takes all their mutexes and decides
-// all its buckets at once: no holds, no messages. It waits for a mutex either holding none, or in
-// partition order (the order every multi-partition protocol here uses);
-// mutexes are otherwise held only briefly and never while waiting for
-// another, so no wait is on a cycle (see lockRanges).
+// all its buckets at once: no holds, no messages. It waits for a mutex
+// either holding none, or in partition order (the order every
+// multi-partition protocol here uses); mutexes are otherwise held only
+// briefly and never while waiting for another, so no wait is on a cycle
+// (see lockRanges).
 
 // idleLocked reports, with p.mu held, whether a call can be decided on p
 // directly (memory mode only).

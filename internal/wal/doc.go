@@ -14,10 +14,10 @@
 // commit. Appends that arrive while a commit runs form the next batch, so
 // batches grow with load (pipelining). Before each commit the writer
 // lets the callers it has just released append first and share the
-// commit instead of waiting for the next one: it sleeps until as many
-// waiters are pending as it expects back, for a commit's duration at
-// most (and, after a wait that missed, only yields for a few commits).
-// A caller alone commits on
+// commit instead of waiting for the next one: it sleeps until the lone
+// callers (AppendOwn's) it released are pending again, for a typical
+// commit's duration at most, and after waits that missed it only yields,
+// for ever more commits (see Log.settle). A caller alone commits on
 // its own goroutine instead: AppendOwn then CommitNow commits its batch
 // without waking the writer while no commit runs and the last one had a
 // single waiter. A caller must be acknowledged only after its waiter's

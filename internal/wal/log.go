@@ -70,13 +70,13 @@ type Log struct {
 	wake  chan struct{} // 1-buffered: pending became non-empty, or closing
 	done  chan struct{} // closed when the writer exits
 
-	// Gathering a cohort (see Log.gather). want is the number of lone
-	// callers (AppendOwn's waiters) pending at which an append signals
-	// gathered (0: none awaited).
+	// Gathering a cohort (see Log.gather). want, guarded by mu, is the
+	// number of lone callers (AppendOwn's waiters) pending at which an
+	// append signals gathered (0: none awaited).
 	want     int
 	gathered chan struct{} // 1-buffered: want (or settleBytes) was reached, or closing
 	cohort   int           // lone callers expected pending once the last released are back; role holder only
-	typical  time.Duration // a commit's typical duration (see typicalCommit)
+	typical  time.Duration // a commit's typical duration (see typicalCommit); role holder only
 	skip     int           // commits left before gathering again after a miss; role holder only
 	backoff  int           // the skip the last miss set (0 after a gather that met its cohort); role holder only
 	timer    *time.Timer   // bounds a gather; role holder only
