@@ -37,7 +37,9 @@ func (l *Limiter) routeKey(d *limitDef, key string) keyHashes {
 
 // setItem fills it as the bucket shard of (d, key).
 func (l *Limiter) setItem(it *actor.Item, d *limitDef, key string, h keyHashes, shard uint32) {
-	it.ID = actor.BucketID{Name: d.name, Key: key, Shard: shard}
+	// Field by field: a composite literal is built on the stack and
+	// copied in wider words than it was written in, which stalls.
+	it.ID.Name, it.ID.Key, it.ID.Shard = d.name, key, shard
 	it.Hash = bucket.ShardHash(h.table, shard)
 	it.Lim, it.Gen = &d.perShard, d.gen
 	it.Phase = h.phase

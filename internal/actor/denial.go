@@ -203,8 +203,8 @@ func (d *denials) publish(it *Item, mem *Member, now int64) (grantAt int64, ok b
 // mem.OK and u as decideSingle would, counts the denial, and reports
 // whether it did.
 func (d *denials) repeat(it *Item, mem *Member, now int64, clock func() int64, u *undescribed) bool {
-	r, ok := d.read(it, mem)
-	if !ok {
+	var r record
+	if !d.read(it, mem, &r) {
 		return false
 	}
 	s, at, grantAt := r.s, r.at, r.grantAt
@@ -243,24 +243,25 @@ type record struct {
 	epoch       uint64 // the partition's epoch it was read at
 }
 
-// read returns the published record if it applies to mem on it's bucket
-// (it.Hash unread):
-// a take or check of the same count and reserve on the same bucket, under
-// the same limit, with nothing changed since it was published. The
-// record stays true while the epoch is r.epoch (see current).
-func (d *denials) read(it *Item, mem *Member) (r record, ok bool) {
+// read reads the published record into r and reports whether it applies
+// to mem on it's bucket (it.Hash unread): a take or check of the same
+// count and reserve on the same bucket, under the same limit, with nothing
+// changed since it was published. The record stays true while the epoch
+// is r.epoch (see current). r is filled field by field, not returned: a
+// struct returned in registers and then copied as a whole is read back
+// in wider words than it was stored in, which stalls the processor.
+func (d *denials) read(it *Item, mem *Member, r *record) bool {
 	e := d.epoch.Load()
 	if e&1 != 0 || d.pub.Load() != e || !d.holdsUnhashed(it) ||
 		d.count.Load() != math.Float64bits(mem.Count) || d.reserve.Load() != mem.Reserve {
-		return record{}, false
+		return false
 	}
-	r = record{
-		s:       bucket.State{Value: math.Float64frombits(d.value.Load()), TS: d.ts.Load()},
-		at:      d.now.Load(),
-		grantAt: d.grantAt.Load(),
-		epoch:   e,
-	}
-	return r, d.epoch.Load() == e
+	r.s.Value = math.Float64frombits(d.value.Load())
+	r.s.TS = d.ts.Load()
+	r.at = d.now.Load()
+	r.grantAt = d.grantAt.Load()
+	r.epoch = e
+	return d.epoch.Load() == e
 }
 
 // current reports whether a record read at epoch e is still true.

@@ -50,7 +50,7 @@ func (p *Partition) handle(m msg) {
 		for i := m.lo; i < m.hi; i++ {
 			it := &c.Items[i]
 			p.buckets.del(it.Hash, it.ID)
-			p.record(it.Hash, wal.Record{Name: it.ID.Name, Key: it.ID.Key, Shard: it.ID.Shard, Delete: true})
+			p.record(it.Hash, &wal.Record{Name: it.ID.Name, Key: it.ID.Key, Shard: it.ID.Shard, Delete: true})
 			it.wrote = true
 		}
 		p.pending = append(p.pending, m)
@@ -142,7 +142,7 @@ func (p *Partition) refusesOp(it *Item, op Op) bool {
 
 // has reports whether the partition's table holds it's bucket.
 func (p *Partition) has(it *Item) bool {
-	_, ok := p.buckets.get(it.Hash, it.ID)
+	_, _, ok := p.buckets.getRef(it.Hash, it.ID)
 	return ok
 }
 
@@ -156,12 +156,12 @@ func (p *Partition) has(it *Item) bool {
 // reopened with changed limits) is read as the start of the window on the
 // grid that holds it, so that windows keep to the grid the config sets.
 func (p *Partition) loadItem(it *Item) (found bool) {
-	e, ref, ok := p.buckets.getRef(it.Hash, it.ID)
+	s, ref, ok := p.buckets.getRef(it.Hash, it.ID)
 	it.ref, it.refMoves = ref, p.buckets.moves
 	if ok {
-		it.State = e.s
+		it.State = s
 		if it.Lim.Kind == bucket.FixedWindow {
-			it.State.TS = it.Lim.WindowStart(e.s.TS, it.Phase)
+			it.State.TS = it.Lim.WindowStart(s.TS, it.Phase)
 		}
 	} else {
 		it.State = it.Lim.Fresh(max(p.now, p.dropped), it.Phase)
@@ -266,24 +266,32 @@ func (p *Partition) commit(m msg) {
 // decided under limits replaced since is kept under the new one, and
 // judged full by it (nil, a removed limit: kept as it is).
 func (p *Partition) store(it *Item) {
-	rec := wal.Record{Name: it.ID.Name, Key: it.ID.Key, Shard: it.ID.Shard}
 	lim := it.Lim
 	if it.Gen < p.limGen {
 		lim = p.relimit(it.ID)
 	}
-	if lim != nil && lim.Full(it.State, p.now) {
+	del := lim != nil && lim.Full(it.State, p.now)
+	if del {
 		p.buckets.del(it.Hash, it.ID)
 		p.dropped = max(p.dropped, p.now, it.State.TS) // see loadItem
-		rec.Delete = true
+	} else if e := it.ref; e != nil && it.refMoves == p.buckets.moves && e.id == it.ID {
+		// Where loadItem found it: no second lookup. Field by field,
+		// as it.State was written.
+		e.s.Value, e.s.TS, e.lim = it.State.Value, it.State.TS, lim
 	} else {
-		if e := it.ref; e != nil && it.refMoves == p.buckets.moves && e.id == it.ID {
-			e.s, e.lim = it.State, lim // where loadItem found it: no second lookup
-		} else {
-			p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: lim})
-		}
-		rec.Value, rec.TS = it.State.Value, it.State.TS
+		p.buckets.put(it.Hash, entry{id: it.ID, s: it.State, lim: lim})
 	}
-	p.record(it.Hash, rec)
+	if !p.nolog {
+		// Built in place: a record made and then copied as a whole
+		// (memory mode never needs one) is read back in wider words
+		// than it was written in, which stalls.
+		var rec wal.Record
+		rec.Name, rec.Key, rec.Shard, rec.Delete = it.ID.Name, it.ID.Key, it.ID.Shard, del
+		if !del {
+			rec.Value, rec.TS = it.State.Value, it.State.TS
+		}
+		p.record(it.Hash, &rec)
+	}
 	it.wrote = true
 }
 
@@ -328,17 +336,17 @@ func writes(c *Call) bool {
 // remembers, per hash slot, the index of the last record added there; a
 // stale or colliding slot is caught by comparing the ids, and then r is
 // simply appended.
-func (p *Partition) record(h uint64, r wal.Record) {
+func (p *Partition) record(h uint64, r *wal.Record) {
 	if p.nolog {
 		return // memory mode: no log, and flush never clears recs
 	}
 	slot := &p.recSlot[h%uint64(len(p.recSlot))]
 	if i := int(*slot); i < len(p.recs) {
 		if old := &p.recs[i]; old.Shard == r.Shard && old.Key == r.Key && old.Name == r.Name {
-			*old = r
+			*old = *r
 			return
 		}
 	}
 	*slot = int32(len(p.recs))
-	p.recs = append(p.recs, r)
+	p.recs = append(p.recs, *r)
 }

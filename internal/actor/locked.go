@@ -245,7 +245,7 @@ func (g *Group) deniedRange(c *Call) (k int, r record, ok bool) {
 		if m.Second >= 0 || m.Op == OpCredit {
 			continue
 		}
-		if r, ok := g.parts[sp.part].denials.read(it, m); ok {
+		if g.parts[sp.part].denials.read(it, m, &r) {
 			return k, r, true
 		}
 	}

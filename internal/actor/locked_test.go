@@ -156,7 +156,7 @@ func TestDeniedCallMatchesQueued(t *testing.T) {
 			}
 			a, q := build(locked, picks), build(queued, picks)
 			hi := a.Items[0]
-			_, published := locked.parts[hi.Part].denials.read(&hi, &a.Members[0])
+			published := locked.parts[hi.Part].denials.read(&hi, &a.Members[0], new(record))
 			decide(t, locked, a)
 			decide(t, queued, q)
 			if published && !a.Members[0].OK {

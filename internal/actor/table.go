@@ -145,29 +145,36 @@ func (t *table) touch(h uint64) uint64 {
 	return s.tags[i] ^ uint64(s.ents[i].s.TS)
 }
 
-// getRef is get that also returns a pointer to the entry in its subtable
-// (nil for an overflow entry), valid while t.moves is unchanged: storing
-// through it spares a second lookup.
-func (t *table) getRef(h uint64, id BucketID) (e entry, ref *entry, ok bool) {
+// getRef is get's bucket state, with a pointer to the entry in its
+// subtable (nil for an overflow entry), valid while t.moves is unchanged:
+// storing through it spares a second lookup. It returns the state alone,
+// which fits in registers, rather than a copy of the whole entry.
+func (t *table) getRef(h uint64, id BucketID) (st bucket.State, ref *entry, ok bool) {
 	tag := t.tag(h)
 	s, _ := t.sub(tag)
 	i, ok := s.lookup(tag)
 	if !ok {
-		return entry{}, nil, false
+		return bucket.State{}, nil, false
 	}
 	if ref := &s.ents[i]; ref.id == id {
-		return *ref, ref, true
+		return ref.s, ref, true
 	}
 	if len(t.overflow) > 0 {
 		o, ok := t.overflow[id]
-		return o.e, nil, ok
+		return o.e.s, nil, ok
 	}
-	return entry{}, nil, false
+	return bucket.State{}, nil, false
 }
 
 func (t *table) get(h uint64, id BucketID) (entry, bool) {
-	e, _, ok := t.getRef(h, id)
-	return e, ok
+	_, ref, ok := t.getRef(h, id)
+	switch {
+	case ref != nil:
+		return *ref, true
+	case ok:
+		return t.overflow[id].e, true
+	}
+	return entry{}, false
 }
 
 func (t *table) put(h uint64, e entry) {
