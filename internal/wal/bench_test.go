@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/seed7fbd42b6/ratelimit/internal/cputime"
 )
 
@@ -134,6 +136,40 @@ func BenchmarkCommitBatch(b *testing.B) {
 			if st := l.Stats(); st.Commits > 0 {
 				b.ReportMetric(float64(st.Bytes)/float64(st.Commits), "bytes/commit")
 			}
+		})
+	}
+}
+
+// BenchmarkTruncate is TruncateTx of a whole log of n one-record batches,
+// as a snapshot does: its ns/batch should not grow with n.
+func BenchmarkTruncate(b *testing.B) {
+	for _, n := range []int{1000, 16000} {
+		b.Run(fmt.Sprintf("batches=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			l, err := Open(b.TempDir()+"/wal.db", Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			l.db.NoSync = true // building the log is not what is measured
+			w := make(chanWaiter, 1)
+			var took time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				for i := range n {
+					l.Append([]Record{{Name: "b", Key: fmt.Sprint(i)}}, w)
+					if err := <-w; err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				start := time.Now()
+				if err := l.db.Update(func(tx *bolt.Tx) error { return l.TruncateTx(tx, l.Position()) }); err != nil {
+					b.Fatal(err)
+				}
+				took += time.Since(start)
+			}
+			b.ReportMetric(float64(took.Nanoseconds())/float64(b.N*n), "ns/batch")
 		})
 	}
 }

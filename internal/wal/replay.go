@@ -141,9 +141,13 @@ func (l *Log) TruncateTx(tx *bolt.Tx, upTo uint64) error {
 		return err
 	}
 	c := lb.Cursor()
-	// Re-seek after each Delete: a bbolt cursor may skip an item when
-	// Next follows Delete.
-	for k, _ := c.First(); k != nil; k, _ = c.First() {
+	// After each Delete the cursor seeks the deleted key again, which
+	// lands on the next one: a bbolt cursor may skip an item when Next
+	// follows Delete. Seeking from First instead would walk every leaf
+	// emptied so far each time, until the commit rebalances them:
+	// quadratic in the batches truncated.
+	var at [seqKeyLen + 4]byte
+	for k, _ := c.First(); k != nil; k, _ = c.Seek(at[:len(k)]) {
 		seq, _, err := parseLogKey(k)
 		if err != nil {
 			return err
@@ -151,6 +155,7 @@ func (l *Log) TruncateTx(tx *bolt.Tx, upTo uint64) error {
 		if seq > upTo {
 			break
 		}
+		copy(at[:], k) // k is the page's or node's memory, which Delete changes
 		if err := c.Delete(); err != nil {
 			return err
 		}

@@ -119,6 +119,39 @@ func TestOpenRefusesALostLogTail(t *testing.T) {
 	}
 }
 
+// TruncateTx removes batches spread over many leaves in one transaction,
+// with chunked batches among them, as a snapshot after a long run does,
+// and keeps exactly those after upTo: the deletions walk the log once.
+func TestTruncateManyLeaves(t *testing.T) {
+	l := mustOpen(t, tempPath(t), Options{})
+	l.db.NoSync = true // thousands of commits; durability is not what is tested
+	var batches [][]Record
+	for i := range 3000 {
+		if i%500 == 250 {
+			batches = append(batches, chunkedBatches(t, l, 1)...)
+			continue
+		}
+		b := []Record{{Name: "many", Key: fmt.Sprintf("k%05d", i), Value: float64(i)}}
+		appendWait(t, l, b...)
+		batches = append(batches, b)
+	}
+	all := logKeys(t, l)
+	const upTo = 2600
+	if err := l.DB().Update(func(tx *bolt.Tx) error { return l.TruncateTx(tx, upTo) }); err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	for _, k := range all {
+		if seq, _, _ := parseLogKey(k); seq > upTo {
+			want = append(want, k)
+		}
+	}
+	if got := logKeys(t, l); !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Fatalf("after TruncateTx(%d): %d keys, want %d", upTo, len(got), len(want))
+	}
+	checkRecords(t, "Replay(0) after TruncateTx", replayAll(t, l, 0), flatten(batches[upTo:]))
+}
+
 // TruncateTx(upTo) removes exactly the keys of batches <= upTo (all their
 // chunks) and keeps every key after; reopening gives the right position
 // whether the last key is a chunk key or the log is empty.
