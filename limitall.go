@@ -57,7 +57,8 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 	defs := make([]*limitDef, len(rs))
 	named := l.limits.Load()        // one generation for every request (see resolveIn)
 	var latest map[string]*limitDef // each name's latest inline config in this call, which others may change meanwhile
-	for i, r := range rs {
+	for i := range rs {
+		r := &rs[i] // not a copy: the caller has just written rs
 		err := checkKey(r.Key)
 		var d *limitDef
 		if err == nil {
@@ -106,7 +107,8 @@ func (l *Limiter) limitAll(ctx context.Context, rs []Request, each []Status, rep
 	chosen := false                 // st is a member's status ("" names a limit too)
 	denied := time.Duration(c.Wait) // a denial's RetryAfter: see actor.Member.InWait
 	for i := range c.Members {
-		ms := defs[i].status(&c.Members[i])
+		var ms Status
+		defs[i].fill(&ms, &c.Members[i])
 		if report {
 			each = append(each, ms)
 		}

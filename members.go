@@ -59,7 +59,11 @@ func (l *Limiter) addItem(c *actor.Call, d *limitDef, key string, h keyHashes, s
 func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op, count float64, reserve bool) {
 	m := int32(len(c.Members))
 	h := l.hashKey(d, key)
-	mem := actor.Member{Op: op, Count: count, Reserve: reserve, Second: -1, Def: d}
+	// Filled in place: a member built on the stack and appended is read
+	// back in wider words than it was written in, which stalls.
+	c.Members = append(c.Members, actor.Member{})
+	mem := &c.Members[m]
+	mem.Op, mem.Count, mem.Reserve, mem.Second, mem.Def = op, count, reserve, -1, d
 	if d.shards == 1 {
 		mem.First = l.addItem(c, d, key, h, 0, m, false)
 	} else {
@@ -67,7 +71,6 @@ func (l *Limiter) addMember(c *actor.Call, d *limitDef, key string, op actor.Op,
 		mem.First = l.addItem(c, d, key, h, uint32(i), m, false)
 		mem.Second = l.addItem(c, d, key, h, uint32(j), m, true)
 	}
-	c.Members = append(c.Members, mem)
 }
 
 // addShards adds one item for each of shards 0 to n-1 of (d, key), for

@@ -77,12 +77,6 @@ type Value struct {
 	Config Config
 }
 
-// status turns a member's outcome into a Status.
-func (d *limitDef) status(m *actor.Member) (s Status) {
-	d.fill(&s, m)
-	return s
-}
-
 // fill sets s to the Status of a member's outcome, field by field.
 func (d *limitDef) fill(s *Status, m *actor.Member) {
 	left := m.Left

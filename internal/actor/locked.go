@@ -160,7 +160,8 @@ func (g *Group) decideLocked(c *Call) bool {
 	if !g.parts[0].nolog {
 		return false // with a log, only DecideAlone decides under a mutex
 	}
-	if k, r, ok := g.deniedRange(c); ok && g.decideDenied(c, k, r) {
+	var r record
+	if k, ok := g.deniedRange(c, &r); ok && g.decideDenied(c, k, &r) {
 		return true
 	}
 	g.lockRanges(c, -1)
@@ -231,10 +232,11 @@ func (g *Group) publishDenials(c *Call) {
 
 // deniedRange finds a range of c, one of several, that holds one bucket
 // (once, or repeated), the only bucket of its first member, with a
-// published denial of that member's request (denials.read).
-func (g *Group) deniedRange(c *Call) (k int, r record, ok bool) {
+// published denial of that member's request (denials.read), which it
+// reads into r.
+func (g *Group) deniedRange(c *Call, r *record) (k int, ok bool) {
 	if len(c.ranges) < 2 {
-		return 0, record{}, false
+		return 0, false
 	}
 	for k, sp := range c.ranges {
 		it := &c.Items[sp.lo]
@@ -245,11 +247,11 @@ func (g *Group) deniedRange(c *Call) (k int, r record, ok bool) {
 		if m.Second >= 0 || m.Op == OpCredit {
 			continue
 		}
-		if g.parts[sp.part].denials.read(it, m, &r) {
-			return k, r, true
+		if g.parts[sp.part].denials.read(it, m, r) {
+			return k, true
 		}
 	}
-	return 0, record{}, false
+	return 0, false
 }
 
 // decideDenied decides c, whose range k a published denial r applies to,
@@ -257,7 +259,7 @@ func (g *Group) deniedRange(c *Call) (k int, r record, ok bool) {
 // from r, whose state stays true while the record does. It reports whether
 // it decided c: only a denial, and only if r stayed true until the end;
 // otherwise nothing is written and c is decided with every mutex.
-func (g *Group) decideDenied(c *Call, k int, r record) bool {
+func (g *Group) decideDenied(c *Call, k int, r *record) bool {
 	g.lockRanges(c, k)
 	defer g.unlockRanges(c, k)
 	for i, sp := range c.ranges {
