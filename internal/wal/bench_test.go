@@ -47,11 +47,7 @@ func BenchmarkAppendCommit(b *testing.B) {
 	for _, producers := range []int{1, 16, 256, 1024} {
 		b.Run(fmt.Sprintf("producers=%d", producers), func(b *testing.B) {
 			b.ReportAllocs()
-			l, err := Open(b.TempDir()+"/wal.db", Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer l.Close()
+			l := openBenchLog(b)
 			var wg sync.WaitGroup
 			share := b.N / producers
 			b.ResetTimer()
@@ -146,11 +142,7 @@ func BenchmarkTruncate(b *testing.B) {
 	for _, n := range []int{1000, 16000} {
 		b.Run(fmt.Sprintf("batches=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
-			l, err := Open(b.TempDir()+"/wal.db", Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer l.Close()
+			l := openBenchLog(b)
 			l.db.NoSync = true // building the log is not what is measured
 			w := make(chanWaiter, 1)
 			var took time.Duration
@@ -172,4 +164,15 @@ func BenchmarkTruncate(b *testing.B) {
 			b.ReportMetric(float64(took.Nanoseconds())/float64(b.N*n), "ns/batch")
 		})
 	}
+}
+
+// openBenchLog opens a log in b's temp dir, closed when b ends.
+func openBenchLog(b *testing.B) *Log {
+	b.Helper()
+	l, err := Open(b.TempDir()+"/wal.db", Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -263,4 +264,24 @@ func (p *preallocator) extents() (used, size int64, err error) {
 		return 0, 0, err
 	}
 	return used, st.Size(), nil
+}
+
+// truncateAndCheck truncates l up to upTo and checks that exactly the keys
+// of all (the log's keys before) after upTo remain, and that a replay
+// gives the batches after upTo (batches[i] is batch i+1).
+func truncateAndCheck(t *testing.T, l *Log, upTo uint64, all [][]byte, batches [][]Record) {
+	t.Helper()
+	if err := l.DB().Update(func(tx *bolt.Tx) error { return l.TruncateTx(tx, upTo) }); err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	for _, k := range all {
+		if seq, _, _ := parseLogKey(k); seq > upTo {
+			want = append(want, k)
+		}
+	}
+	if got := logKeys(t, l); !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Fatalf("after TruncateTx(%d): %d keys, want %d", upTo, len(got), len(want))
+	}
+	checkRecords(t, fmt.Sprintf("Replay(0) after TruncateTx(%d)", upTo), replayAll(t, l, 0), flatten(batches[upTo:]))
 }

@@ -135,21 +135,7 @@ func TestTruncateManyLeaves(t *testing.T) {
 		appendWait(t, l, b...)
 		batches = append(batches, b)
 	}
-	all := logKeys(t, l)
-	const upTo = 2600
-	if err := l.DB().Update(func(tx *bolt.Tx) error { return l.TruncateTx(tx, upTo) }); err != nil {
-		t.Fatal(err)
-	}
-	var want [][]byte
-	for _, k := range all {
-		if seq, _, _ := parseLogKey(k); seq > upTo {
-			want = append(want, k)
-		}
-	}
-	if got := logKeys(t, l); !slices.EqualFunc(got, want, bytes.Equal) {
-		t.Fatalf("after TruncateTx(%d): %d keys, want %d", upTo, len(got), len(want))
-	}
-	checkRecords(t, "Replay(0) after TruncateTx", replayAll(t, l, 0), flatten(batches[upTo:]))
+	truncateAndCheck(t, l, 2600, logKeys(t, l), batches)
 }
 
 // TruncateTx(upTo) removes exactly the keys of batches <= upTo (all their
@@ -164,19 +150,7 @@ func TestTruncateRemovesExactlyTheChunksUpTo(t *testing.T) {
 	batches = append(batches, chunkedBatches(t, l, 2)...)
 	all := logKeys(t, l)
 	for upTo := uint64(0); upTo <= uint64(len(batches)); upTo++ {
-		if err := l.DB().Update(func(tx *bolt.Tx) error { return l.TruncateTx(tx, upTo) }); err != nil {
-			t.Fatal(err)
-		}
-		var want [][]byte
-		for _, k := range all {
-			if seq, _, _ := parseLogKey(k); seq > upTo {
-				want = append(want, k)
-			}
-		}
-		if got := logKeys(t, l); !slices.EqualFunc(got, want, bytes.Equal) {
-			t.Fatalf("after TruncateTx(%d): %d keys, want %d", upTo, len(got), len(want))
-		}
-		checkRecords(t, fmt.Sprintf("Replay(0) after TruncateTx(%d)", upTo), replayAll(t, l, 0), flatten(batches[upTo:]))
+		truncateAndCheck(t, l, upTo, all, batches)
 		l.Close()
 		l = mustOpen(t, path, Options{})
 		if l.Position() != uint64(len(batches)) {
