@@ -16,7 +16,8 @@
 // lets the callers it has just released append first and share the
 // commit instead of waiting for the next one: it sleeps until the lone
 // callers (AppendOwn's) it released are pending again, for a typical
-// commit's duration at most, and after waits that missed it only yields,
+// commit's duration at most, and after waits that missed it, or met it
+// only after that twice running (arrivals, not returns), it only yields,
 // for ever more commits (see Log.settle). A caller alone commits on
 // its own goroutine instead: AppendOwn then CommitNow commits its batch
 // without waking the writer while no commit runs and the last one had a

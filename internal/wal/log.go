@@ -79,6 +79,7 @@ type Log struct {
 	typical  time.Duration // a commit's typical duration (see typicalCommit); role holder only
 	skip     int           // commits left before gathering again after a miss; role holder only
 	backoff  int           // the skip the last miss set (0 after a gather that met its cohort); role holder only
+	late     bool          // the last gather met its cohort late (see afterGather); role holder only
 	timer    *time.Timer   // bounds a gather; role holder only
 
 	seq      uint64                // last sequence number used; role holder only

@@ -255,13 +255,17 @@ const (
 // in a commit's time, or gone to other work), it does not gather again
 // for a while (see afterGather); it only yields the processor meanwhile,
 // at most settleRounds times while the pending cohort still grows, as a
-// caller alone does (one yield, which returns at once).
+// caller alone does (one yield, which returns at once). Gathers whose
+// cohort came only after their bound, twice in a row, count as a miss too
+// (see gatherResult).
 func (l *Log) settle() {
 	if len(l.pending.buf) >= settleBytes {
 		return
 	}
 	if l.skip == 0 && l.typical > 0 && l.cohort > l.pending.own {
-		l.afterGather(l.gather(l.cohort))
+		start := time.Now()
+		met := l.gather(l.cohort)
+		l.afterGather(gatherResult(met, time.Since(start), l.typical))
 		return
 	}
 	l.skip = max(l.skip-1, 0)
@@ -276,16 +280,50 @@ func (l *Log) settle() {
 	}
 }
 
-// afterGather sets how many commits pass before the next gather, after one
-// that met its cohort or missed it: none after a gather that met it;
-// after a miss, gatherSkip, doubled after every miss that follows
-// (callers that do not come back in time, being too many to decide in a
-// commit's time, or gone to other work, keep costing a commit's delay
-// ever more rarely).
-func (l *Log) afterGather(met bool) {
-	if met {
+// A gather's outcome: its cohort came within the typical commit that
+// bounds the wait (met), came only after it (late), or did not come.
+type gatherOutcome int
+
+const (
+	gatherMet gatherOutcome = iota
+	gatherLate
+	gatherMissed
+)
+
+// gatherResult is the outcome of a gather that took took and met its
+// cohort or not. Callers that the writer has just released and that
+// append again at once (a closed loop) are back in a small part of a
+// commit. Under an open load, where released callers go elsewhere and new
+// ones arrive at random, the count fills only with arrivals, often after
+// the bound (the timer can fire late, and arrivals come meanwhile): such
+// gathers delay every commit by more than a commit, to take arrivals the
+// next commit would take anyway.
+func gatherResult(met bool, took, typical time.Duration) gatherOutcome {
+	switch {
+	case !met:
+		return gatherMissed
+	case took > typical:
+		return gatherLate
+	}
+	return gatherMet
+}
+
+// afterGather sets how many commits pass before the next gather, after
+// one with outcome o: none after a gather that met its cohort; after a
+// miss, gatherSkip, doubled after every miss that follows (callers that
+// do not come back in time, being too many to decide in a commit's time,
+// or gone to other work, keep costing a commit's delay ever more rarely).
+// A late gather is a miss when the one before it was late too: one alone
+// (a collection, a slow wake-up) is no open load.
+func (l *Log) afterGather(o gatherOutcome) {
+	late := l.late
+	l.late = o == gatherLate && !late
+	switch {
+	case o == gatherMet:
 		l.backoff = 0
 		return
+	case l.late:
+		return // the backoff stays as it is
 	}
 	l.backoff = min(max(2*l.backoff, gatherSkip), gatherSkipMost)
 	l.skip = l.backoff

@@ -506,27 +506,59 @@ func TestTypicalCommit(t *testing.T) {
 	}
 }
 
-// After a gather that missed its cohort the writer skips gatherSkip
-// commits before it gathers again, twice as many after every miss that
-// follows, up to gatherSkipMost, and none once a gather meets it.
+// A gather's cohort that came within the typical commit bounding the wait
+// is met; one that came later (an open load's arrivals, a timer that
+// fired late) is late.
+func TestGatherResult(t *testing.T) {
+	const typical = 400 * time.Microsecond
+	for _, tc := range []struct {
+		met  bool
+		took time.Duration
+		want gatherOutcome
+	}{
+		{true, 50 * time.Microsecond, gatherMet},
+		{true, typical, gatherMet},
+		{true, typical + 1, gatherLate},
+		{true, 3 * typical, gatherLate},
+		{false, 50 * time.Microsecond, gatherMissed},
+		{false, 3 * typical, gatherMissed},
+	} {
+		if got := gatherResult(tc.met, tc.took, typical); got != tc.want {
+			t.Errorf("gatherResult(met %v, took %v, typical %v) = %v, want %v", tc.met, tc.took, typical, got, tc.want)
+		}
+	}
+}
+
+// After a gather that missed its cohort, or a second late one in a row,
+// the writer skips gatherSkip commits before it gathers again, twice as
+// many after every miss that follows, up to gatherSkipMost, and none once
+// a gather meets it.
 func TestGatherBackoff(t *testing.T) {
 	var l Log
 	for _, tc := range []struct {
-		met  bool
+		o    gatherOutcome
 		skip int
 	}{
-		{false, gatherSkip}, {false, 2 * gatherSkip}, {false, 4 * gatherSkip},
-		{true, 0},
-		{false, gatherSkip},
+		{gatherMissed, gatherSkip}, {gatherMissed, 2 * gatherSkip}, {gatherMissed, 4 * gatherSkip},
+		{gatherMet, 0},
+		{gatherMissed, gatherSkip},
+		{gatherMet, 0},
+		{gatherLate, 0}, // one late gather alone: no skip
+		{gatherMet, 0},
+		{gatherLate, 0},
+		{gatherLate, gatherSkip}, // two in a row: a miss
+		{gatherLate, 0},          // the pair is counted: this one starts anew
+		{gatherLate, 2 * gatherSkip},
+		{gatherMissed, 4 * gatherSkip},
 	} {
 		l.skip = 0
-		l.afterGather(tc.met)
+		l.afterGather(tc.o)
 		if l.skip != tc.skip {
-			t.Fatalf("after a gather that met its cohort %v: skip %d, want %d", tc.met, l.skip, tc.skip)
+			t.Fatalf("after a gather of outcome %d: skip %d, want %d", tc.o, l.skip, tc.skip)
 		}
 	}
 	for range 20 {
-		l.afterGather(false)
+		l.afterGather(gatherMissed)
 	}
 	if l.skip != gatherSkipMost {
 		t.Errorf("after many misses: skip %d, want %d", l.skip, gatherSkipMost)
