@@ -8,7 +8,9 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,6 +158,48 @@ func BenchmarkLimitDurable(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "grants/s")
+		})
+	}
+}
+
+// BenchmarkLimitDurableOpen is durable Limit under an open load: requests
+// arrive at a fixed rate, each on a goroutine of its own, whatever the
+// ones before are doing, as a server's requests do (BenchmarkLimitDurable's
+// callers instead come back as soon as they are answered). It reports the
+// latency quantiles of one call; a late arrival is sent at once, so the
+// rate holds on average.
+func BenchmarkLimitDurableOpen(b *testing.B) {
+	for _, rate := range []int{1000, 4000} {
+		b.Run("arrivals="+strconv.Itoa(rate), func(b *testing.B) {
+			l := benchLimiter(b, b.TempDir()+"/rl.db")
+			ctx := context.Background()
+			lat := make([]time.Duration, b.N)
+			var wg sync.WaitGroup
+			b.ReportAllocs()
+			start := time.Now()
+			for i := range b.N {
+				if d := time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate))); d > 0 {
+					time.Sleep(d)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					t0 := time.Now()
+					if s, err := l.Limit(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}); err != nil || !s.OK {
+						b.Error(s, err)
+					}
+					lat[i] = time.Since(t0)
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "arrivals/s")
+			slices.Sort(lat)
+			for _, q := range []struct {
+				name string
+				at   float64
+			}{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}} {
+				b.ReportMetric(float64(lat[int(q.at*float64(len(lat)-1))].Microseconds()), q.name+"-us")
+			}
 		})
 	}
 }
