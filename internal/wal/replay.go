@@ -155,7 +155,7 @@ func (l *Log) TruncateTx(tx *bolt.Tx, upTo uint64) error {
 		if seq > upTo {
 			break
 		}
-		copy(at[:], k) // k is the page's or node's memory, which Delete changes
+		copy(at[:], k) // the seek's key, kept apart from bbolt's memory
 		if err := c.Delete(); err != nil {
 			return err
 		}
