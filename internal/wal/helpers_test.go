@@ -274,14 +274,32 @@ func truncateAndCheck(t *testing.T, l *Log, upTo uint64, all [][]byte, batches [
 	if err := l.DB().Update(func(tx *bolt.Tx) error { return l.TruncateTx(tx, upTo) }); err != nil {
 		t.Fatal(err)
 	}
+	if got, want := logKeys(t, l), keysAfter(all, upTo); !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Fatalf("after TruncateTx(%d): %d keys, want %d", upTo, len(got), len(want))
+	}
+	checkRecords(t, fmt.Sprintf("Replay(0) after TruncateTx(%d)", upTo), replayAll(t, l, 0), flatten(batches[upTo:]))
+}
+
+// keysAfter is the log keys of all whose batch comes after upTo.
+func keysAfter(all [][]byte, upTo uint64) [][]byte {
 	var want [][]byte
 	for _, k := range all {
 		if seq, _, _ := parseLogKey(k); seq > upTo {
 			want = append(want, k)
 		}
 	}
-	if got := logKeys(t, l); !slices.EqualFunc(got, want, bytes.Equal) {
-		t.Fatalf("after TruncateTx(%d): %d keys, want %d", upTo, len(got), len(want))
+	return want
+}
+
+// txLogKeys is every key of the log bucket as tx sees it, copied.
+func txLogKeys(t *testing.T, tx *bolt.Tx) [][]byte {
+	t.Helper()
+	var keys [][]byte
+	if err := tx.Bucket(logBucket).ForEach(func(k, _ []byte) error {
+		keys = append(keys, bytes.Clone(k))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
-	checkRecords(t, fmt.Sprintf("Replay(0) after TruncateTx(%d)", upTo), replayAll(t, l, 0), flatten(batches[upTo:]))
+	return keys
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -136,6 +137,79 @@ func TestTruncateManyLeaves(t *testing.T) {
 		batches = append(batches, b)
 	}
 	truncateAndCheck(t, l, 2600, logKeys(t, l), batches)
+}
+
+// TruncateTx over a log of mixed batches (one record or a few, values
+// over a page, chunked ones), at every upTo, and again and again in one
+// transaction (the deletions of the earlier calls leave emptied leaves
+// ahead of the cursor), keeps exactly the keys after upTo.
+func TestTruncateMixedBatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 99))
+	l := mustOpen(t, tempPath(t), Options{})
+	l.db.NoSync = true // hundreds of commits; durability is not what is tested
+	const n = 600
+	for i := range n {
+		size := 1 + rng.IntN(8)
+		switch x := rng.IntN(20); {
+		case x == 0:
+			size = 1000 + rng.IntN(3000) // chunked
+		case x <= 3:
+			size = 130 + rng.IntN(400) // one value over a page
+		}
+		appendWait(t, l, bigBatch(fmt.Sprintf("b%d", i), size)...)
+	}
+	all := logKeys(t, l)
+	inTx := func(fn func(tx *bolt.Tx)) {
+		tx, err := l.DB().Begin(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		fn(tx)
+	}
+	truncate := func(tx *bolt.Tx, upTo uint64) {
+		if err := l.TruncateTx(tx, upTo); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := txLogKeys(t, tx), keysAfter(all, upTo); !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Fatalf("after TruncateTx(%d): %d keys, want %d", upTo, len(got), len(want))
+		}
+	}
+	for upTo := range uint64(n + 1) {
+		inTx(func(tx *bolt.Tx) { truncate(tx, upTo) })
+	}
+	inTx(func(tx *bolt.Tx) {
+		for upTo := uint64(0); upTo <= n; upTo += uint64(1 + rng.IntN(40)) {
+			truncate(tx, upTo)
+		}
+		truncate(tx, n)
+	})
+}
+
+// A key of the log bucket that is no log key makes TruncateTx fail with
+// ErrCorrupt, whatever its length, and nothing is removed.
+func TestTruncateRefusesForeignKeys(t *testing.T) {
+	seq1 := binary.BigEndian.AppendUint64(nil, 1)
+	for _, bad := range [][]byte{
+		append(slices.Clone(seq1), make([]byte, 9)...), // 17 bytes
+		append(slices.Clone(seq1), 0, 0, 0, 0),         // a chunk key of index 0
+		append(slices.Clone(seq1), 1, 2),               // 10 bytes
+		{1, 2, 3},
+	} {
+		l := mustOpen(t, tempPath(t), Options{})
+		appendWait(t, l, Record{Name: "a", Key: "b"})
+		appendWait(t, l, Record{Name: "a", Key: "c"})
+		if err := l.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(logBucket).Put(bad, []byte("x")) }); err != nil {
+			t.Fatal(err)
+		}
+		before := logKeys(t, l)
+		if err := l.DB().Update(func(tx *bolt.Tx) error { return l.TruncateTx(tx, 2) }); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("key %x: TruncateTx returned %v, want ErrCorrupt", bad, err)
+		}
+		if got := logKeys(t, l); !slices.EqualFunc(got, before, bytes.Equal) {
+			t.Fatalf("key %x: a failed TruncateTx changed the log", bad)
+		}
+	}
 }
 
 // TruncateTx(upTo) removes exactly the keys of batches <= upTo (all their
