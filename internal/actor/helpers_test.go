@@ -904,3 +904,16 @@ func decideAlone(g *Group, it *Item, m *Member) bool {
 	done, _ := g.DecideAlone(context.Background(), it, m, now)
 	return done
 }
+
+// get is the table's whole entry for bucket id (table hash h), as tests
+// inspect it; the partitions read states only (table.getRef).
+func (t *table) get(h uint64, id BucketID) (entry, bool) {
+	_, ref, ok := t.getRef(h, id)
+	switch {
+	case ref != nil:
+		return *ref, true
+	case ok:
+		return t.overflow[id].e, true
+	}
+	return entry{}, false
+}

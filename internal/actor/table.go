@@ -145,10 +145,10 @@ func (t *table) touch(h uint64) uint64 {
 	return s.tags[i] ^ uint64(s.ents[i].s.TS)
 }
 
-// getRef is get's bucket state, with a pointer to the entry in its
-// subtable (nil for an overflow entry), valid while t.moves is unchanged:
-// storing through it spares a second lookup. It returns the state alone,
-// which fits in registers, rather than a copy of the whole entry.
+// getRef is the state of bucket id (table hash h), with a pointer to its
+// entry in its subtable (nil for an overflow entry), valid while t.moves
+// is unchanged: storing through it spares a second lookup. It returns the
+// state alone, which fits in registers, rather than a copy of the entry.
 func (t *table) getRef(h uint64, id BucketID) (st bucket.State, ref *entry, ok bool) {
 	tag := t.tag(h)
 	s, _ := t.sub(tag)
@@ -164,17 +164,6 @@ func (t *table) getRef(h uint64, id BucketID) (st bucket.State, ref *entry, ok b
 		return o.e.s, nil, ok
 	}
 	return bucket.State{}, nil, false
-}
-
-func (t *table) get(h uint64, id BucketID) (entry, bool) {
-	_, ref, ok := t.getRef(h, id)
-	switch {
-	case ref != nil:
-		return *ref, true
-	case ok:
-		return t.overflow[id].e, true
-	}
-	return entry{}, false
 }
 
 func (t *table) put(h uint64, e entry) {
