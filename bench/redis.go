@@ -65,7 +65,7 @@ func redisSkip() string {
 // redisServer is the run's Redis: one the harness started, or -redis's.
 type redisServer struct {
 	addr  string
-	owned bool          // started by the harness: flushed before every cell
+	owned bool          // started by the harness: flushed before and after every cell
 	admin *redis.Client // FLUSHALL
 	cells int           // cells opened so far, for key prefixes
 }
@@ -127,14 +127,16 @@ func (s *redisServer) prepare() (string, error) {
 	return fmt.Sprintf("rlbench:%d:%d:", os.Getpid(), s.cells), nil
 }
 
-// release deletes the keys that start with prefix from a server that is
-// not the harness's own (the next cell on the harness's own server flushes
-// them), so that -redis leaves nothing behind.
+// release, after a cell, deletes its keys: the harness's own server is
+// flushed, so that its keys do not expire during the cells that follow (an
+// expiry is the server's work, and a DEL fsynced to its append-only file,
+// which would fall on whichever cell runs next); from -redis's, the keys
+// that start with prefix are deleted, so that -redis leaves nothing behind.
 func (s *redisServer) release(prefix string) error {
-	if s.owned {
-		return nil
-	}
 	ctx := context.Background()
+	if s.owned {
+		return s.admin.FlushAll(ctx).Err()
+	}
 	it := s.admin.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	var keys []string
 	for it.Next(ctx) {

@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed7fbd42b6/ratelimit/internal/redistest"
 )
 
 // redisCells is an outcome of the keys and limitmany scenarios at 256
@@ -136,5 +141,45 @@ func TestRedisCellsSkippedWithoutServer(t *testing.T) {
 	}
 	if len(impls) != 2 || len(notes) != 1 || !strings.Contains(redisSkip(), "apt-get install redis-server") {
 		t.Errorf("runnable %d implementations, notes %q, skip %q", len(impls), notes, redisSkip())
+	}
+}
+
+// A Redis cell leaves no key behind: on the harness's own server none at
+// all (a key left to expire would make the server work, and fsync its
+// DEL, during the next cell), on -redis's none under the cell's prefix,
+// and nothing else is touched there.
+func TestRedisCellLeavesNoKeys(t *testing.T) {
+	srv := redistest.ForTest(t, redistest.Config{Args: redistest.Durable()})
+	ctx := context.Background()
+	for _, owned := range []bool{true, false} {
+		admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+		defer admin.Close()
+		s := &redisServer{addr: srv.Addr(), owned: owned, admin: admin}
+		if err := admin.Set(ctx, "theirs", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		prefix, err := s.prepare()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"a", "b", "c"} {
+			if err := admin.Set(ctx, prefix+k, "1", time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.release(prefix); err != nil {
+			t.Fatal(err)
+		}
+		keys, err := admin.Keys(ctx, "*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"theirs"}
+		if owned {
+			want = nil
+		}
+		if !slices.Equal(keys, want) {
+			t.Errorf("owned %v: keys after release %q, want %q", owned, keys, want)
+		}
 	}
 }
