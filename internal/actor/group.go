@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 type Group struct {
 	parts []*Partition
 	clock func() int64
+	spins int // see lock
 
 	mu     sync.Mutex
 	counts Counts // decisions made by coordinators (two-phase calls)
@@ -31,7 +33,7 @@ type Group struct {
 
 // NewGroup makes n partitions sharing log and clock (Unix nanoseconds).
 func NewGroup(n int, log Log, clock func() int64) *Group {
-	g := &Group{parts: make([]*Partition, n), clock: clock, stopped: make(chan struct{})}
+	g := &Group{parts: make([]*Partition, n), clock: clock, spins: spinsFor(runtime.GOMAXPROCS(0)), stopped: make(chan struct{})}
 	for i := range g.parts {
 		g.parts[i] = newPartition(log, clock)
 		g.parts[i].group = g

@@ -89,7 +89,7 @@ func (g *Group) DecideAlone(ctx context.Context, it *Item, mem *Member, now int6
 	if !p.nolog && p.log.Err() != nil {
 		return false, nil
 	}
-	p.mu.Lock()
+	g.lock(&p.mu)
 	if !p.idleAlone() {
 		p.mu.Unlock()
 		return false, nil
@@ -320,7 +320,7 @@ func (g *Group) lockRanges(c *Call, skip int) {
 	for range lockRounds {
 		if wait >= 0 {
 			g.prefetch(c, wait, skip)
-			g.parts[rs[wait].part].mu.Lock()
+			g.lock(&g.parts[rs[wait].part].mu)
 		}
 		failed := -1
 		for i, r := range rs {
