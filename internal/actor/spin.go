@@ -7,8 +7,8 @@ import "sync"
 const lockSpins = 1024
 
 // spinsFor returns the tries Group.lock makes when Go runs goroutines on
-// procs processors: none on one, where the holder cannot run while a
-// waiter spins.
+// procs processors (GOMAXPROCS when the group is made): none on one,
+// where the holder cannot run while a waiter spins.
 func spinsFor(procs int) int {
 	if procs < 2 {
 		return 0
