@@ -29,6 +29,9 @@ type Group struct {
 	// besideHook, set by tests, runs in decideDenied once the other
 	// partitions are loaded, before the call is decided.
 	besideHook func()
+	// lockHook, set by tests, runs in lock once its tries have failed,
+	// before it waits for the mutex.
+	lockHook func()
 }
 
 // NewGroup makes n partitions sharing log and clock (Unix nanoseconds).

@@ -16,8 +16,8 @@ import (
 // all its buckets at once: no holds, no messages. It waits for a mutex
 // either holding none, or in partition order (the order every
 // multi-partition protocol here uses); mutexes are otherwise held only
-// briefly and never while waiting for another, so no wait is on a cycle
-// (see lockRanges).
+// briefly and never while waiting for another partition's, so no wait is
+// on a cycle (see lockRanges).
 
 // idleLocked reports, with p.mu held, whether a call can be decided on p
 // directly (memory mode only).

@@ -7,8 +7,8 @@ import "sync"
 const lockSpins = 1024
 
 // spinsFor returns the tries Group.lock makes when Go runs goroutines on
-// procs processors (GOMAXPROCS when the group is made): none on one,
-// where the holder cannot run while a waiter spins.
+// procs processors, read once, when the group is made: none on one, where
+// the holder cannot run while a waiter spins.
 func spinsFor(procs int) int {
 	if procs < 2 {
 		return 0
@@ -17,15 +17,20 @@ func spinsFor(procs int) int {
 }
 
 // lock locks mu, a partition's mutex, first trying it up to g.spins times.
-// A partition's mutex is held only briefly (a decision, a hand-off), so its
-// holder, running on another processor, lets go sooner than a waiter
-// parked on the mutex is woken again; sync.Mutex itself does not spin
-// while other goroutines wait to run, which under load they always do.
+// A partition's mutex is held for one decision (with a log, and the append
+// of its records under the log's mutex), never while waiting for another
+// partition's, so its holder, running on another processor, lets go sooner
+// than a waiter parked on the mutex is woken again; sync.Mutex itself does
+// not spin while other goroutines wait to run, which under load they
+// always do.
 func (g *Group) lock(mu *sync.Mutex) {
 	for range g.spins {
 		if mu.TryLock() {
 			return
 		}
+	}
+	if g.lockHook != nil {
+		g.lockHook()
 	}
 	mu.Lock()
 }

@@ -13,12 +13,12 @@ func TestSpinsFor(t *testing.T) {
 	}
 }
 
-// Group.lock returns holding the mutex, and only once its holder has let
-// go, whether it spins or not (a holder that keeps it past the spins is
-// waited for).
+// Group.lock on a taken mutex tries it, then waits for it: it returns
+// holding it, only once its holder has let go, whatever its tries.
 func TestLockWaitsForTheHolder(t *testing.T) {
 	for _, spins := range []int{0, 1, lockSpins} {
-		g := &Group{spins: spins}
+		waiting := make(chan struct{})
+		g := &Group{spins: spins, lockHook: func() { close(waiting) }}
 		var mu sync.Mutex
 		mu.Lock()
 		written := 0
@@ -28,6 +28,7 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 			got <- written // what the holder wrote before it let go
 			mu.Unlock()
 		}()
+		<-waiting // its tries all failed: the mutex is still held
 		written = 1
 		mu.Unlock()
 		if w := <-got; w != 1 {
@@ -36,4 +37,15 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 		mu.Lock() // the goroutine let go
 		mu.Unlock()
 	}
+}
+
+// Group.lock on a free mutex takes it on its first try, without waiting.
+func TestLockTakesAFreeMutex(t *testing.T) {
+	g := &Group{spins: lockSpins, lockHook: func() { t.Error("lock waited for a free mutex") }}
+	var mu sync.Mutex
+	g.lock(&mu)
+	if mu.TryLock() {
+		t.Fatal("lock returned without the mutex")
+	}
+	mu.Unlock()
 }
