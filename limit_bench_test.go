@@ -137,6 +137,39 @@ func BenchmarkLimitAll(b *testing.B) {
 	}
 }
 
+// BenchmarkLimitAllGlobal is one LimitAll of a per-user and a global
+// limit per operation (every call takes the global limit's bucket, so
+// callers meet on its partition's mutex), memory mode, at (about) the
+// given number of concurrent callers; both limits grant every call.
+func BenchmarkLimitAllGlobal(b *testing.B) {
+	for _, par := range []int{1, 16, 256} {
+		b.Run("callers="+strconv.Itoa(par), func(b *testing.B) {
+			l, err := Open(Options{Limits: map[string]Config{
+				"user":   {Kind: TokenBucket, Rate: 1e9, Period: time.Second},
+				"global": {Kind: TokenBucket, Rate: 1e12, Period: time.Second},
+			}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { l.Close() })
+			ctx := context.Background()
+			var seq atomic.Uint64
+			b.ReportAllocs()
+			b.SetParallelism((par + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				i := seq.Add(1) * 7919
+				for pb.Next() {
+					i++
+					st, err := l.LimitAll(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}, Request{Name: "global"})
+					if err != nil || !st.OK {
+						b.Fatal(st, err)
+					}
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkLimitDurable is one Limit call per operation with every grant
 // fsynced before it returns (group commit), at 1, 16, 256 and 1024
 // concurrent callers.
