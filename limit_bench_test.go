@@ -39,6 +39,22 @@ func benchLimiter(b *testing.B, path string) *Limiter {
 	return l
 }
 
+// runCallers runs b's operations as call(i) on (about) par concurrent
+// goroutines, reporting allocations; i counts up from a different start
+// on each goroutine, so that they spread over the keys.
+func runCallers(b *testing.B, par int, call func(i uint64)) {
+	var seq atomic.Uint64
+	b.ReportAllocs()
+	b.SetParallelism((par + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		i := seq.Add(1) * 7919
+		for pb.Next() {
+			i++
+			call(i)
+		}
+	})
+}
+
 // BenchmarkLimit is one Limit call per operation, memory mode, at (about)
 // the given number of concurrent callers.
 func BenchmarkLimit(b *testing.B) {
@@ -46,16 +62,9 @@ func BenchmarkLimit(b *testing.B) {
 		b.Run("callers="+strconv.Itoa(par), func(b *testing.B) {
 			l := benchLimiter(b, "")
 			ctx := context.Background()
-			var seq atomic.Uint64
-			b.ReportAllocs()
-			b.SetParallelism((par + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			b.RunParallel(func(pb *testing.PB) {
-				i := seq.Add(1) * 7919
-				for pb.Next() {
-					i++
-					if _, err := l.Limit(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}); err != nil {
-						b.Fatal(err)
-					}
+			runCallers(b, par, func(i uint64) {
+				if _, err := l.Limit(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}); err != nil {
+					b.Fatal(err)
 				}
 			})
 		})
@@ -153,17 +162,10 @@ func BenchmarkLimitAllGlobal(b *testing.B) {
 			}
 			b.Cleanup(func() { l.Close() })
 			ctx := context.Background()
-			var seq atomic.Uint64
-			b.ReportAllocs()
-			b.SetParallelism((par + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			b.RunParallel(func(pb *testing.PB) {
-				i := seq.Add(1) * 7919
-				for pb.Next() {
-					i++
-					st, err := l.LimitAll(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}, Request{Name: "global"})
-					if err != nil || !st.OK {
-						b.Fatal(st, err)
-					}
+			runCallers(b, par, func(i uint64) {
+				st, err := l.LimitAll(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}, Request{Name: "global"})
+				if err != nil || !st.OK {
+					b.Fatal(st, err)
 				}
 			})
 		})
@@ -178,16 +180,9 @@ func BenchmarkLimitDurable(b *testing.B) {
 		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
 			l := benchLimiter(b, b.TempDir()+"/rl.db")
 			ctx := context.Background()
-			var seq atomic.Uint64
-			b.ReportAllocs()
-			b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			b.RunParallel(func(pb *testing.PB) {
-				i := seq.Add(1) * 7919
-				for pb.Next() {
-					i++
-					if s, err := l.Limit(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}); err != nil || !s.OK {
-						b.Fatal(s, err)
-					}
+			runCallers(b, callers, func(i uint64) {
+				if s, err := l.Limit(ctx, Request{Name: "user", Key: benchKeyNames[i%benchKeys]}); err != nil || !s.OK {
+					b.Fatal(s, err)
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "grants/s")
