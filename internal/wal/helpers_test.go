@@ -156,13 +156,7 @@ func chunkedBatches(t *testing.T, l *Log, n int) [][]Record {
 func logKeys(t *testing.T, l *Log) [][]byte {
 	t.Helper()
 	var keys [][]byte
-	err := l.DB().View(func(tx *bolt.Tx) error {
-		return tx.Bucket(logBucket).ForEach(func(k, _ []byte) error {
-			keys = append(keys, bytes.Clone(k))
-			return nil
-		})
-	})
-	if err != nil {
+	if err := l.DB().View(func(tx *bolt.Tx) error { keys = txLogKeys(t, tx); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return keys
