@@ -71,6 +71,35 @@ func BenchmarkLimit(b *testing.B) {
 	}
 }
 
+// BenchmarkLimitHotAlone is one Limit call per operation on one global
+// key from one goroutine, memory mode, with the real clock: at the hot
+// limit (denials) most calls repeat a published denial without the
+// partition's mutex; at a limit never reached (grants) every call is
+// decided under it.
+func BenchmarkLimitHotAlone(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		rate float64
+	}{{"denials", 500000}, {"grants", 5e8}} {
+		b.Run(c.name, func(b *testing.B) {
+			l, err := Open(Options{Limits: map[string]Config{
+				"global": {Kind: TokenBucket, Rate: c.rate, Period: time.Second, Capacity: c.rate / 10},
+			}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { l.Close() })
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := l.Limit(ctx, Request{Name: "global", Key: "global"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkLimitHot is one Limit call per operation on one global limit,
 // memory mode, 256 callers, unsharded and sharded: what Shards buys a hot
 // limit (see actor.Group.Route for the pairing it measures), and what an

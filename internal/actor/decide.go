@@ -77,7 +77,7 @@ func describe(m *Member, l *bucket.Limit, prior, next bucket.State, now, retry i
 		retry = l.Wait(prior, left, m.OK, now, m.Count, m.Reserve)
 	}
 	m.RetryAfter = retry
-	m.Left, m.UntilFull = left.Value, l.UntilFull(left, now)
+	m.Left, m.UntilFull = left.Value, l.UntilFullProjected(left, now)
 }
 
 // undescribed is what decideSingle leaves of a take or a check: the

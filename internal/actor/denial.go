@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"encoding/binary"
 	"math"
 	"sync/atomic"
 	"unsafe"
@@ -273,19 +274,14 @@ func (d *denials) keyIs(key string) bool {
 	if n > denialKeyBytes || d.keyLen.Load() != uint32(n) {
 		return false
 	}
-	// Keys of one length mostly differ in their last byte (numbered
-	// keys, and any other at random): compared first, alone.
-	if n > 0 && byte(d.key[(n-1)/8].Load()>>(8*((n-1)%8))) != key[n-1] {
-		return false
-	}
-	var w [denialKeyBytes / 8]uint64
-	packKey(&w, key)
-	for i := range w {
-		if d.key[i].Load() != w[i] {
+	// Keys of one length mostly differ at their end (numbered keys, and
+	// any other at random): the last word is compared first.
+	for i := (n+7)/8 - 1; i >= 0; i-- {
+		if d.key[i].Load() != keyWord(key, i) {
 			return false
 		}
 	}
-	return true
+	return true // the words past the key's are zero in both
 }
 
 // denied is how many denials were repeated without the mutex.
@@ -300,7 +296,27 @@ func (d *denials) denied() uint64 {
 // packKey puts key (at most denialKeyBytes bytes) into w, little-endian,
 // the rest zero.
 func packKey(w *[denialKeyBytes / 8]uint64, key string) {
-	for i := 0; i < len(key); i++ {
-		w[i/8] |= uint64(key[i]) << (8 * (i % 8))
+	*w = [denialKeyBytes / 8]uint64{}
+	for i := range (len(key) + 7) / 8 {
+		w[i] = keyWord(key, i)
+	}
+}
+
+// keyWord is word i of key as packKey packs it: bytes 8i to 8i+7,
+// little-endian, zero past the key's end (i < ceil(len(key)/8)). It reads
+// whole words, and a short end as two overlapping loads, rather than a
+// byte at a time.
+func keyWord(key string, i int) uint64 {
+	b := unsafe.Slice(unsafe.StringData(key), len(key))
+	j, n := 8*i, len(b)
+	switch r := n - j; {
+	case r >= 8:
+		return binary.LittleEndian.Uint64(b[j:])
+	case r >= 4:
+		return uint64(binary.LittleEndian.Uint32(b[j:])) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<(8*(r-4))
+	case r >= 2:
+		return uint64(binary.LittleEndian.Uint16(b[j:])) | uint64(binary.LittleEndian.Uint16(b[n-2:]))<<(8*(r-2))
+	default:
+		return uint64(b[j])
 	}
 }

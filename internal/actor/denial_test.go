@@ -128,6 +128,29 @@ func TestPublishedKeyIs(t *testing.T) {
 	}
 }
 
+// packKey packs every length of key, whatever its bytes, as a byte at a
+// time would: little-endian words, zero past the key.
+func TestPackKey(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n <= denialKeyBytes; n++ {
+		for range 50 {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			var want [denialKeyBytes / 8]uint64
+			for i, c := range b {
+				want[i/8] |= uint64(c) << (8 * (i % 8))
+			}
+			got := [denialKeyBytes / 8]uint64{1, 2, 3, 4} // packKey overwrites every word
+			packKey(&got, string(b))
+			if got != want {
+				t.Fatalf("packKey(%x) = %x, want %x", b, got, want)
+			}
+		}
+	}
+}
+
 // A published denial applies to its own request only: not to another key
 // with the same table hash (a forged collision), nor to a key that shares
 // its first denialKeyBytes bytes, nor to another shard, which are other

@@ -203,6 +203,13 @@ func ceilNanos(x float64) int64 {
 
 // UntilFull is how long s needs, from now, to refill to Capacity.
 func (l *Limit) UntilFull(s State, now int64) int64 {
-	p := l.Project(s, now)
+	return l.waitFor(l.Project(s, now), now, l.Capacity)
+}
+
+// UntilFullProjected is UntilFull of p, a state already projected to now:
+// Project's result at now, or Take's or Try's next state at now. It
+// skips projecting p again, which would change nothing (Project at one
+// reading is idempotent, and a take only lowers a projected value).
+func (l *Limit) UntilFullProjected(p State, now int64) int64 {
 	return l.waitFor(p, now, l.Capacity)
 }

@@ -5,6 +5,7 @@ package bucket
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -114,5 +115,31 @@ func TestMostFitting(t *testing.T) {
 	}
 	if l := (Limit{Kind: TokenBucket, Rate: 1, Period: H, Capacity: 1, MaxReserved: 0.1}); l.MostFitting(true, false) >= 1.1 {
 		t.Error("1.1 fits a bucket of capacity 1 and debt 0.1, which Try refuses")
+	}
+}
+
+// TestUntilFullProjected checks that UntilFullProjected of a state
+// projected to now (Project's result, or Try's next state) is UntilFull
+// of it, which projects it again: projecting at one reading is
+// idempotent. The states are drawn around now, with the clock behind ts
+// too, under both kinds, with debt, and above Capacity.
+func TestUntilFullProjected(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200000; i++ {
+		l := &Limit{Kind: Kind(1 + rng.IntN(2)), Rate: 0.1 + rng.Float64()*1000, Period: 1 + rng.Int64N(10*S),
+			Capacity: 1 + rng.Float64()*1000, MaxReserved: rng.Float64() * 100}
+		now := t0 + rng.Int64N(20*S) - 10*S
+		s := State{Value: (rng.Float64()*2 - 0.5) * l.Capacity, TS: t0}
+		if l.Kind == FixedWindow {
+			s.TS = l.WindowStart(t0, 0)
+		}
+		p := l.Project(s, now)
+		if got, want := l.UntilFullProjected(p, now), l.UntilFull(p, now); got != want {
+			t.Fatalf("%+v, %+v at %d: UntilFullProjected = %d, UntilFull = %d", l, p, now, got, want)
+		}
+		next, _ := l.Try(s, now, rng.Float64()*l.Capacity, rng.IntN(2) == 0)
+		if got, want := l.UntilFullProjected(next, now), l.UntilFull(next, now); got != want {
+			t.Fatalf("%+v, next %+v at %d: UntilFullProjected = %d, UntilFull = %d", l, next, now, got, want)
+		}
 	}
 }
