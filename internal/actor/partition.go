@@ -129,9 +129,11 @@ func (p *Partition) send(m msg) bool {
 // partition is idle and holds no bucket for a two-phase call, the call
 // is decided at once under the partition's mutex, as a striped lock would
 // decide it: no one can take the executor token meanwhile, nothing is
-// queued to run after it, and no message protocol is needed.
+// queued to run after it, and no message protocol is needed. The mutex is
+// taken as DecideAlone takes it (Group.lock): a sharded request meets the
+// other callers of its limit there.
 func (p *Partition) sendDecide(m msg) bool {
-	p.mu.Lock()
+	p.group.lock(&p.mu)
 	if m.call.decideHook == nil && p.idleLocked() { // a test's hook may block: not under a mutex
 		p.decideLocked(m)
 		p.mu.Unlock()
