@@ -296,11 +296,10 @@ func run(cfg *config, stdout, stderr io.Writer) int {
 // measure runs cells, which plan ordered, and appends their results to
 // o.results: each (scenario, callers) group's cells round-robin, cfg.runs
 // times, so that every run of ours has the other implementations measured
-// right beside it. Each run of a group starts one cell further along the
-// group than the one before, so that no cell always follows the same one
-// (a durable cell leaves the disk writing back, say) or always comes first
-// after the previous group. Failures go to o.failures and, as they happen,
-// stderr.
+// right beside it. Each run of a group visits its cells in another order
+// (runOrder), so that no cell always follows the same one (a durable cell
+// leaves the disk writing back, say) or always comes first after the
+// previous group. Failures go to o.failures and, as they happen, stderr.
 func (o *outcome) measure(cells []*cell, prog *progress, started time.Time) {
 	cfg := o.cfg
 	r := newRunner(cfg.wl, slices.Max(cfg.callers), cfg.batch)
@@ -321,8 +320,7 @@ func (o *outcome) measure(cells []*cell, prog *progress, started time.Time) {
 			o.warmUp(r, group, prog)
 		}
 		for n := range cfg.runs {
-			for m := range group {
-				k := (m + n) % len(group)
+			for _, k := range runOrder(n, len(group)) {
 				c := group[k]
 				done++
 				of := ""
@@ -353,6 +351,35 @@ func (o *outcome) measure(cells []*cell, prog *progress, started time.Time) {
 		i = j
 	}
 	prog.clear()
+}
+
+// runOrder is the order in which run n visits a group of size cells: it
+// starts at cell n (mod size) and steps through the group by a stride
+// coprime with size, the strides taken in turn from run to run, so that
+// the cell before each one changes from run to run, as well as the first.
+func runOrder(n, size int) []int {
+	var strides []int
+	for s := 1; s < size; s++ {
+		if gcd(s, size) == 1 {
+			strides = append(strides, s)
+		}
+	}
+	stride := 1
+	if len(strides) > 0 {
+		stride = strides[n%len(strides)]
+	}
+	order := make([]int, size)
+	for m := range order {
+		order[m] = (n + m*stride) % size
+	}
+	return order
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // warmUp runs the first group's cells once and discards the results: the

@@ -214,9 +214,9 @@ func TestParseFlags(t *testing.T) {
 }
 
 // The first group's cells run once more, unmeasured, before it; every
-// run of a group starts one cell further along the group than the run
-// before. Three fake baselines log their opens: with ours first, the
-// group is ours, fa, fb, fc.
+// run of a group visits it in runOrder's order. Three fake baselines log
+// their opens: with ours first, the group is ours, fa, fb, fc, which the
+// runs visit as ours fa fb fc, fa ours fc fb and fb fc ours fa.
 func TestRunsRotateAfterAWarmUp(t *testing.T) {
 	var opens []string
 	for _, name := range []string{"fa", "fb", "fc"} {
@@ -232,9 +232,41 @@ func TestRunsRotateAfterAWarmUp(t *testing.T) {
 	}
 	want := strings.Fields(`
 		fa@1 fb@1 fc@1
-		fa@1 fb@1 fc@1  fa@1 fb@1 fc@1  fb@1 fc@1 fa@1
-		fa@4 fb@4 fc@4  fa@4 fb@4 fc@4  fb@4 fc@4 fa@4`)
+		fa@1 fb@1 fc@1  fa@1 fc@1 fb@1  fb@1 fc@1 fa@1
+		fa@4 fb@4 fc@4  fa@4 fc@4 fb@4  fb@4 fc@4 fa@4`)
 	if !slices.Equal(opens, want) {
-		t.Errorf("opens\n%v\nwant (a warm-up of the first group, then runs starting at ours, fa, fb)\n%v", opens, want)
+		t.Errorf("opens\n%v\nwant (a warm-up of the first group, then runs in runOrder's orders)\n%v", opens, want)
+	}
+}
+
+// Every run's order visits each cell of the group once, and over three
+// runs no cell of a group of two or more always has the same cell before
+// it (or always comes first).
+func TestRunOrder(t *testing.T) {
+	for size := 1; size <= 12; size++ {
+		before := make([]map[int]bool, size) // -1: first
+		for k := range before {
+			before[k] = map[int]bool{}
+		}
+		for n := range 3 {
+			order := runOrder(n, size)
+			for i, k := range slices.Sorted(slices.Values(order)) {
+				if k != i || len(order) != size {
+					t.Fatalf("runOrder(%d, %d) = %v: not every cell once", n, size, order)
+				}
+			}
+			for m, k := range order {
+				prev := -1
+				if m > 0 {
+					prev = order[m-1]
+				}
+				before[k][prev] = true
+			}
+		}
+		for k := range before {
+			if size >= 2 && len(before[k]) < 2 {
+				t.Errorf("size %d: cell %d comes after %v in every run", size, k, before[k])
+			}
+		}
 	}
 }
