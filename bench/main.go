@@ -298,8 +298,9 @@ func run(cfg *config, stdout, stderr io.Writer) int {
 // times, so that every run of ours has the other implementations measured
 // right beside it. Each run of a group visits its cells in another order
 // (runOrder), so that no cell always follows the same one (a durable cell
-// leaves the disk writing back, say) or always comes first after the
-// previous group. Failures go to o.failures and, as they happen, stderr.
+// leaves the disk writing back, say); the first run, which follows the
+// previous group, starts at the group's first cell. Failures go to
+// o.failures and, as they happen, stderr.
 func (o *outcome) measure(cells []*cell, prog *progress, started time.Time) {
 	cfg := o.cfg
 	r := newRunner(cfg.wl, slices.Max(cfg.callers), cfg.batch)
@@ -355,8 +356,9 @@ func (o *outcome) measure(cells []*cell, prog *progress, started time.Time) {
 
 // runOrder is the order in which run n visits a group of size cells: it
 // starts at cell n (mod size) and steps through the group by a stride
-// coprime with size, the strides taken in turn from run to run, so that
-// the cell before each one changes from run to run, as well as the first.
+// coprime with size, the strides taken in turn from run to run (a group of
+// two has only one, and one of three, four or six two), so that the cell
+// before each one changes from one run to the next.
 func runOrder(n, size int) []int {
 	var strides []int
 	for s := 1; s < size; s++ {

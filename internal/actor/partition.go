@@ -131,15 +131,18 @@ func (p *Partition) send(m msg) bool {
 // decide it: no one can take the executor token meanwhile, nothing is
 // queued to run after it, and no message protocol is needed. The mutex is
 // taken as DecideAlone takes it (Group.lock): a sharded request meets the
-// other callers of its limit there.
+// other callers of its limit there. A partition with a log never decides
+// a call so, and its call goes straight to enter.
 func (p *Partition) sendDecide(m msg) bool {
-	p.group.lock(&p.mu)
-	if m.call.decideHook == nil && p.idleLocked() { // a test's hook may block: not under a mutex
-		p.decideLocked(m)
+	if p.nolog {
+		p.group.lock(&p.mu)
+		if m.call.decideHook == nil && p.idleLocked() { // a test's hook may block: not under a mutex
+			p.decideLocked(m)
+			p.mu.Unlock()
+			return true
+		}
 		p.mu.Unlock()
-		return true
 	}
-	p.mu.Unlock()
 	run, ok := p.enter(m, true)
 	if !run {
 		return ok

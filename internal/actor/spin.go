@@ -17,12 +17,13 @@ func spinsFor(procs int) int {
 }
 
 // lock locks mu, a partition's mutex, first trying it up to g.spins times.
-// A partition's mutex is held for one decision (with a log, and the append
-// of its records under the log's mutex), never while waiting for another
-// partition's, so its holder, running on another processor, lets go sooner
-// than a waiter parked on the mutex is woken again; sync.Mutex itself does
-// not spin while other goroutines wait to run, which under load they
-// always do.
+// A partition's mutex is held for one call's decision on that partition
+// (with a log, a lone request's, and the append of its records under the
+// log's mutex), and waited for while others are held only in partition
+// order (lockRanges), so its holder, running on another processor, lets
+// go sooner than a waiter parked on the mutex is woken again; sync.Mutex
+// itself does not spin while other goroutines wait to run, which under
+// load they always do.
 func (g *Group) lock(mu *sync.Mutex) {
 	for range g.spins {
 		if mu.TryLock() {

@@ -207,9 +207,10 @@ func (l *Limit) UntilFull(s State, now int64) int64 {
 }
 
 // UntilFullProjected is UntilFull of p, a state already projected to now:
-// Project's result at now, or Take's or Try's next state at now. It
+// Project's result at now, or Try's next state at now (granted or not). It
 // skips projecting p again, which would change nothing (Project at one
-// reading is idempotent, and a take only lowers a projected value).
+// reading is idempotent, and a take only lowers a projected value). Take's
+// Decision.Next on a denial is its input, not projected: not such a state.
 func (l *Limit) UntilFullProjected(p State, now int64) int64 {
 	return l.waitFor(p, now, l.Capacity)
 }
