@@ -167,9 +167,10 @@ func (p *Partition) sendDecide(m msg) bool {
 
 // enter takes the executor token if the partition is idle (run), or
 // queues m (beginning its call first if begin is set); ok is false if the
-// partition has stopped.
+// partition has stopped. The mutex is taken as Group.lock takes it: under
+// load, callers meet here on a busy partition.
 func (p *Partition) enter(m msg, begin bool) (run, ok bool) {
-	p.mu.Lock()
+	p.group.lock(&p.mu)
 	if p.stopped {
 		p.mu.Unlock()
 		return false, false

@@ -17,10 +17,11 @@ func spinsFor(procs int) int {
 }
 
 // lock locks mu, a partition's mutex, first trying it up to g.spins times.
-// A partition's mutex is held for one call's decision on that partition
-// (with a log, a lone request's, and the append of its records under the
-// log's mutex), and waited for while others are held only in partition
-// order (lockRanges), so its holder, running on another processor, lets
+// A partition's mutex is held to queue a message or take the executor
+// token (enter), or for one call's decision on that partition (with a
+// log, a lone request's, and the append of its records under the log's
+// mutex), and waited for while others are held only in partition order
+// (lockRanges), so its holder, running on another processor, lets
 // go sooner than a waiter parked on the mutex is woken again; sync.Mutex
 // itself does not spin while other goroutines wait to run, which under
 // load they always do.
