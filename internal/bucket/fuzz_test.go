@@ -29,7 +29,7 @@ func FuzzWaits(f *testing.F) {
 		if w := l.UntilFull(s, now); w < 0 || w > maxWait {
 			t.Fatalf("UntilFull = %d", w)
 		} else if p := l.Project(s, now); l.UntilFullProjected(p, now) != l.UntilFull(p, now) {
-			t.Fatalf("UntilFullProjected(%+v) = %d, UntilFull = %d", p, l.UntilFullProjected(p, now), l.UntilFull(p, now))
+			t.Fatalf("UntilFullProjected(%+v) = %d, UntilFull = %d: projecting again changed it", p, l.UntilFullProjected(p, now), l.UntilFull(p, now))
 		}
 		d := l.Take(s, now, count, reserve)
 		if d.RetryAfter < 0 || d.RetryAfter > maxWait {

@@ -203,7 +203,7 @@ func ceilNanos(x float64) int64 {
 
 // UntilFull is how long s needs, from now, to refill to Capacity.
 func (l *Limit) UntilFull(s State, now int64) int64 {
-	return l.waitFor(l.Project(s, now), now, l.Capacity)
+	return l.UntilFullProjected(l.Project(s, now), now)
 }
 
 // UntilFullProjected is UntilFull of p, a state already projected to now:
